@@ -1,0 +1,15 @@
+// Registration of the `cake` sub-commands; each lives in its own cmd_<name>.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace cake::cli {
+
+void add_check_command(CLI::App& app);
+void add_doctor_command(CLI::App& app);
+
+// The process exit code a command's callback chose (0 by default).
+int exit_code();
+void set_exit_code(int code);
+
+}  // namespace cake::cli

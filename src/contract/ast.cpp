@@ -1,0 +1,154 @@
+// Spellings, builtin tables and deep copies of TE trees.
+#include "contract/ast.h"
+
+#include <array>
+#include <utility>
+
+namespace cake::te {
+namespace {
+
+struct FnEntry {
+  Fn fn;
+  std::string_view name;
+  int arity;
+};
+constexpr std::array<FnEntry, 17> kFns = {{
+    {Fn::Where, "where", 3}, {Fn::Min, "min", 2},     {Fn::Max, "max", 2},       {Fn::Abs, "abs", 1},
+    {Fn::Exp, "exp", 1},     {Fn::Log, "log", 1},     {Fn::Sqrt, "sqrt", 1},     {Fn::Rsqrt, "rsqrt", 1},
+    {Fn::Tanh, "tanh", 1},   {Fn::Erf, "erf", 1},     {Fn::Sigmoid, "sigmoid", 1}, {Fn::Sin, "sin", 1},
+    {Fn::Cos, "cos", 1},     {Fn::Pow, "pow", 2},     {Fn::Floor, "floor", 1},   {Fn::Ceil, "ceil", 1},
+    {Fn::Round, "round", 1},
+}};
+
+constexpr std::array<std::pair<ReduceOp, std::string_view>, 6> kReduces = {{
+    {ReduceOp::Sum, "sum"}, {ReduceOp::Max, "max"}, {ReduceOp::Min, "min"},
+    {ReduceOp::Prod, "prod"}, {ReduceOp::ArgMax, "argmax"}, {ReduceOp::ArgMin, "argmin"},
+}};
+
+}  // namespace
+
+std::string_view op_spelling(Op op) {
+  switch (op) {
+    case Op::Neg: return "-";
+    case Op::Not: return "!";
+    case Op::Add: return "+";
+    case Op::Sub: return "-";
+    case Op::Mul: return "*";
+    case Op::Div: return "/";
+    case Op::Mod: return "%";
+    case Op::Lt: return "<";
+    case Op::Le: return "<=";
+    case Op::Gt: return ">";
+    case Op::Ge: return ">=";
+    case Op::Eq: return "==";
+    case Op::Ne: return "!=";
+    case Op::And: return "&&";
+    case Op::Or: return "||";
+  }
+  return "?";
+}
+
+std::string_view fn_name(Fn fn) {
+  for (const auto& e : kFns)
+    if (e.fn == fn) return e.name;
+  return "?";
+}
+
+int fn_arity(Fn fn) {
+  for (const auto& e : kFns)
+    if (e.fn == fn) return e.arity;
+  return 0;
+}
+
+std::optional<Fn> parse_fn(std::string_view name) {
+  for (const auto& e : kFns)
+    if (e.name == name) return e.fn;
+  return std::nullopt;
+}
+
+std::string_view reduce_name(ReduceOp r) {
+  for (const auto& [op, name] : kReduces)
+    if (op == r) return name;
+  return "?";
+}
+
+std::optional<ReduceOp> parse_reduce(std::string_view name) {
+  for (const auto& [op, n] : kReduces)
+    if (n == name) return op;
+  return std::nullopt;
+}
+
+ExprPtr Expr::clone() const {
+  auto e = std::make_unique<Expr>();
+  e->kind = kind;
+  e->pos = pos;
+  e->number = number;
+  e->int_literal = int_literal;
+  e->name = name;
+  e->op = op;
+  e->fn = fn;
+  e->reduce = reduce;
+  e->cast_to = cast_to;
+  e->padded = padded;
+  if (pad_value) e->pad_value = pad_value->clone();
+  for (const auto& a : args) e->args.push_back(a->clone());
+  for (const auto& v : rvars) {
+    ReduceVar c;
+    c.name = v.name;
+    c.pos = v.pos;
+    c.slot = v.slot;
+    if (v.lo) c.lo = v.lo->clone();
+    if (v.hi) c.hi = v.hi->clone();
+    if (v.extent) c.extent = v.extent->clone();
+    e->rvars.push_back(std::move(c));
+  }
+  e->slot = slot;
+  e->type = type;
+  return e;
+}
+
+Stmt Stmt::clone() const {
+  Stmt s;
+  s.target = target;
+  s.pos = pos;
+  for (const auto& i : index) s.index.push_back(i->clone());
+  s.accumulate = accumulate;
+  if (rhs) s.rhs = rhs->clone();
+  s.tensor = tensor;
+  s.vars = vars;
+  for (const auto& v : var_extent) s.var_extent.push_back(v ? v->clone() : nullptr);
+  s.n_domain = n_domain;
+  return s;
+}
+
+ExprPtr make_number(double v, bool is_int, Pos pos) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::Number;
+  e->number = v;
+  e->int_literal = is_int;
+  e->type = is_int ? Type::Int : Type::Float;
+  e->pos = pos;
+  return e;
+}
+
+ExprPtr make_size(const std::string& name, int slot, Pos pos) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::Size;
+  e->name = name;
+  e->slot = slot;
+  e->type = Type::Int;
+  e->pos = pos;
+  return e;
+}
+
+ExprPtr make_binary(Op op, ExprPtr a, ExprPtr b, Pos pos) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::Binary;
+  e->op = op;
+  e->pos = pos;
+  e->args.push_back(std::move(a));
+  e->args.push_back(std::move(b));
+  return e;
+}
+
+}  // namespace cake::te
