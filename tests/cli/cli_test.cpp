@@ -1,0 +1,69 @@
+// The `cake` command end to end: `cake check --json` on the suite and on a broken contract, and
+// `cake doctor --json`; stdout must be exactly one JSON document.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(CAKE_BINARY_DIR) + "/src/cli/cake " + args + " 2>/dev/null";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+TEST(Cli, CheckAcceptsTheWholeSuite) {
+  Result r = run("check --json " + std::string(CAKE_SOURCE_DIR) + "/bench/ops/*.yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_GE(j.size(), 26u);
+  for (const auto& e : j) {
+    EXPECT_TRUE(e["ok"].get<bool>()) << e.dump();
+    EXPECT_EQ(e["profile"]["features"].size(), 8u);
+  }
+}
+
+TEST(Cli, CheckReportsTheErrorPosition) {
+  auto path = std::filesystem::temp_directory_path() / "cake-cli-bad.yaml";
+  std::ofstream(path) << "name: op\nlevel: 1\ndtypes: [f32]\ninputs: { x: [N] }\noutputs: { y: [N] }\n"
+                         "compute: |\n  y[i] = x[i] * alpha\ncases:\n  standard: { shapes: { N: [4] } }\n";
+  Result r = run("check --json " + path.string());
+  EXPECT_EQ(r.code, 1);
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_FALSE(j[0]["ok"].get<bool>());
+  EXPECT_EQ(j[0]["error"]["line"], 7);
+  EXPECT_EQ(j[0]["error"]["col"], 17);
+  EXPECT_NE(j[0]["error"]["message"].get<std::string>().find("unknown name 'alpha'"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, DoctorPrintsMeasuredPeaks) {
+  Result r = run("doctor --json");
+  ASSERT_EQ(r.code, 0);
+  auto j = nlohmann::json::parse(r.out);  // throws if anything but JSON is on stdout
+  std::string s = j.dump();
+  EXPECT_NE(s.find("bandwidth"), std::string::npos) << s;
+  EXPECT_NE(s.find("lanes"), std::string::npos) << s;
+}
+
+TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").code, 0); }
+
+}  // namespace
