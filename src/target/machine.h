@@ -1,0 +1,109 @@
+// What this machine is (DESIGN §2 target/): CPU model, ISA flags, usable cores, cache sizes, measured
+// peaks (STREAM-triad bandwidth, FP32 FMA throughput) cached per machine, and the admitted lanes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cake::target {
+
+// ISA extensions usable by this process (CPU flag and OS register-state support).
+struct Isa {
+  bool sse42 = false;
+  bool avx = false;
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512vnni = false;
+  bool avx512bf16 = false;  // cpuid leaf 7 subleaf 1 EAX bit 5
+  bool avx512fp16 = false;
+  bool amx = false;  // AMX-TILE with the OS tile state enabled
+
+  // "avx512" (F+BW+VL+DQ), "avx2" (AVX2+FMA), "avx", "sse4.2" or "baseline".
+  std::string level() const;
+};
+
+// Data-cache sizes in bytes (per instance, as sysconf reports them); 0 when the system does not say.
+struct Caches {
+  int64_t l1d_bytes = 0;
+  int64_t l2_bytes = 0;
+  int64_t l3_bytes = 0;
+  int64_t l3_sysfs_bytes = 0;  // /sys/devices/system/cpu/cpu0/cache, 0 when absent
+  bool l3_reliable = true;     // false when sysconf's L3 is > 256 MiB or disagrees with /sys
+  std::string l3_note;         // why l3 is unreliable; empty otherwise
+};
+
+// Measured peaks. Bandwidth: STREAM triad a[i] = b[i] + s*c[i] in f64, GB/s = 3*N*8 bytes / time (the
+// STREAM convention: the write-allocate read of a[] is not counted, so bus traffic is 4/3 of it).
+// FMA: FP32 fused multiply-add throughput in GFLOP/s, 2 flops per lane per FMA. Best of several repetitions.
+struct Peaks {
+  double bandwidth_gbs = 0;     // triad, all usable cores
+  double bandwidth_gbs_1t = 0;  // triad, 1 thread
+  double fma_gflops = 0;        // FP32 FMA, all usable cores
+  double fma_gflops_1t = 0;     // FP32 FMA, 1 thread
+  int threads = 0;              // thread count of the all-core figures
+  std::string triad_dtype = "f64";
+  int64_t triad_array_bytes = 0;  // bytes per array (three arrays)
+  std::string fma_isa;            // "avx512", "avx2" or "scalar": the FMA loop that ran
+  double seconds = 0;             // wall time the whole measurement took
+  std::string measured_at;        // UTC, ISO 8601
+};
+
+// One execution lane (cpu, opencl, cuda, ascend). detail: the device when admitted, else the reason.
+struct Lane {
+  std::string name;
+  bool admitted = false;
+  std::string detail;
+};
+
+struct MachineInfo {
+  std::string cpu_model;  // /proc/cpuinfo "model name"
+  int logical_cores = 0;  // usable by this process (sched_getaffinity)
+  Isa isa;
+  Caches caches;
+  Peaks peaks;
+  // The roofline figures (copies of peaks.*): all-core bandwidth and FP32 FMA peak, and the 1-thread ones.
+  double bandwidth_gbs = 0;
+  double bandwidth_gbs_1t = 0;
+  double fma_gflops = 0;
+  double fma_gflops_1t = 0;
+  bool peaks_cached = false;  // peaks came from the cache file rather than a fresh measurement
+  std::string cache_file;     // where the peaks are cached
+  std::vector<Lane> lanes;
+};
+
+using Progress = std::function<void(std::string_view)>;
+
+// Detected now: model, cores, ISA, caches and lanes; peaks from cache_path("target/machine.json") when its
+// key (CPU model + core count) matches, measured (and cached) otherwise or when refresh is set.
+// progress, when given, is told what is being measured.
+MachineInfo describe_machine(bool refresh = false, const Progress& progress = {});
+
+Peaks measure_peaks(const Progress& progress = {});  // always measures
+double measure_triad_gbs(int threads);                // f64 triad, best of several repetitions
+double measure_fma_gflops(int threads);               // FP32 FMA, best of several repetitions
+
+std::string cpu_model();
+int logical_cores();
+Isa detect_isa();
+Caches detect_caches();
+std::vector<Lane> detect_lanes();
+std::string cache_key(const std::string& model, int cores);  // "model|cores"
+
+nlohmann::json to_json(const Isa&);
+nlohmann::json to_json(const Caches&);
+nlohmann::json to_json(const Peaks&);
+nlohmann::json to_json(const Lane&);
+nlohmann::json to_json(const MachineInfo&);
+Peaks peaks_from_json(const nlohmann::json&);        // throws cake::Error on a malformed document
+MachineInfo machine_from_json(const nlohmann::json&);  // throws cake::Error on a malformed document
+std::string to_text(const MachineInfo&);               // readable table for `cake doctor`
+
+}  // namespace cake::target
