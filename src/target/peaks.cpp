@@ -2,6 +2,7 @@
 // on all usable cores, each the best of several repetitions. Compiled with -O3 (see CMakeLists.txt).
 #include <immintrin.h>
 #include <omp.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -28,20 +29,43 @@ constexpr double kTriadScalar = 3.0;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Runs body(thread, n_threads) on `threads` OpenMP threads and returns the seconds from the moment all of
-// them are running (after a barrier) until the last one finishes. The fork and the wake-up of sleeping
-// pool threads, which take milliseconds on a busy machine, are not part of a peak. *ran: threads given.
+// The CPUs the calling thread may run on, in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// Runs body(thread, n_threads) on `threads` OpenMP threads, each pinned to its own allowed CPU for the
+// duration (the scheduler may otherwise stack two of them on one core while another process holds the
+// other), and returns the seconds from the moment all of them are running (after a barrier) until the last
+// one finishes: the fork and the wake-up of sleeping pool threads, which take milliseconds on a busy
+// machine, are no part of a peak. Each thread's previous affinity is restored. *ran: threads given.
 template <typename Body>
 double timed_parallel(int threads, int* ran, const Body& body) {
+  const std::vector<int> cpus = allowed_cpus();
   std::vector<Clock::time_point> start(threads), end(threads);
   int got = 1;
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    cpu_set_t old;
+    CPU_ZERO(&old);
+    const bool pinned = n > 1 && size_t(n) <= cpus.size() && sched_getaffinity(0, sizeof old, &old) == 0 && [&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[t], &one);
+      return sched_setaffinity(0, sizeof one, &one) == 0;
+    }();
 #pragma omp barrier
     start[t] = Clock::now();
     body(t, n);
     end[t] = Clock::now();
+    if (pinned) sched_setaffinity(0, sizeof old, &old);
     if (t == 0) got = n;
   }
   if (ran) *ran = got;

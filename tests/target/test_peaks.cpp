@@ -4,6 +4,8 @@
 // interleaved several times and the best of each is compared.
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,14 +22,45 @@ namespace {
 constexpr double kAgreement = 1.25;  // best-of ratio, larger over smaller; never loosen
 constexpr int kRounds = 6;
 
+// Pins the calling thread to one CPU for the scope (when there are several threads, so that two never
+// share a core while another process holds the other); restores its affinity afterwards.
+class PinScope {
+ public:
+  PinScope(const std::vector<int>& cpus, int index, int team) {
+    if (team < 2 || size_t(team) > cpus.size()) return;
+    if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[size_t(index)], &one);
+    active_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  }
+  ~PinScope() {
+    if (active_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+  }
+
+ private:
+  cpu_set_t saved_{};
+  bool active_ = false;
+};
+
+std::vector<int> my_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// ---- independent STREAM triad (f64, 3 arrays of 96 MiB, STREAM byte count 3*N*8)
+// ---- independent STREAM triad (f64, 3 arrays of 80 MiB, STREAM byte count 3*N*8)
 class Triad {
  public:
-  Triad() : n_((size_t{96} << 20) / sizeof(double)), a_(new double[n_]), b_(new double[n_]), c_(new double[n_]) {
+  Triad() : n_((size_t{80} << 20) / sizeof(double)), a_(new double[n_]), b_(new double[n_]), c_(new double[n_]) {
     double *a = a_.get(), *b = b_.get(), *c = c_.get();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n_; ++i) {
@@ -43,8 +76,10 @@ class Triad {
     double best = 1e30;
     for (int rep = 0; rep < 8; ++rep) {
       double t0 = 0, t1 = 0;
+      const std::vector<int> cpus = my_cpus();
 #pragma omp parallel num_threads(threads)
       {
+        PinScope pin(cpus, omp_get_thread_num(), omp_get_num_threads());
         // Timed once the whole team runs (the fork is no part of memory bandwidth); t0 is taken before a
         // barrier so that no thread can start early, t1 after the loop's closing barrier.
 #pragma omp barrier
@@ -109,8 +144,10 @@ double fma_seconds(const Fma& f, int threads, long iters, int* got) {
   float sum = 0;
   int n = 1;
   double t0 = 0, t1 = 0;
+  const std::vector<int> cpus = my_cpus();
 #pragma omp parallel num_threads(threads) reduction(+ : sum)
   {
+    PinScope pin(cpus, omp_get_thread_num(), omp_get_num_threads());
 #pragma omp barrier
 #pragma omp master
     t0 = now_s();
