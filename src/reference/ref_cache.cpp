@@ -12,10 +12,12 @@ namespace cake::reference {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'A', 'K', 'E', 'R', 'E', 'F', '1'};
+// Bump whenever the interpreter's or the input generator's results change: old entries then miss.
+constexpr char kSemanticsVersion[] = "reference-v2 inputs-v2";
 
 std::string case_key(const cases::Case& k) {
   Hasher h;
-  h.add(dtype_name(k.dtype)).add_u64(k.seed);
+  h.add(kSemanticsVersion).add(dtype_name(k.dtype)).add_u64(k.seed);
   for (int64_t s : k.sizes) h.add_u64(static_cast<uint64_t>(s));
   for (double p : k.params) h.add(&p, sizeof p);
   return std::string(cases::set_name(k.set)) + "-" + std::to_string(k.index) + "-" + h.hex();
