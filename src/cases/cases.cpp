@@ -424,3 +424,14 @@ std::vector<Tensor> make_outputs(const CheckedContract& c, const Case& k) {
 }
 
 }  // namespace cake::cases
+
+namespace cake::cases {
+
+std::vector<double> kernel_params(const CheckedContract& c, const Case& k) {
+  std::vector<double> p = k.params;
+  for (size_t s = 0; s < c.sizes.size(); ++s)
+    if (c.sizes[s].free) p.push_back(static_cast<double>(k.sizes[s]));
+  return p;
+}
+
+}  // namespace cake::cases

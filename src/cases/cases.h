@@ -38,6 +38,10 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k);
 // Output tensors of a case (zero-filled), in the contract's outputs order.
 std::vector<Tensor> make_outputs(const CheckedContract& c, const Case& k);
 
+// The scalars a kernel receives (core/kernel_abi.h): the case's params, then every free size symbol in
+// CheckedContract::sizes order.
+std::vector<double> kernel_params(const CheckedContract& c, const Case& k);
+
 // Total bytes of inputs and outputs, and a flop estimate (reductions count body ops per point).
 double case_bytes(const CheckedContract& c, const Case& k);
 double case_flops(const CheckedContract& c, const Case& k);

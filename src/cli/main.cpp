@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cake 0.1.0");
   cake::cli::add_check_command(app);
   cake::cli::add_doctor_command(app);
+  cake::cli::add_lower_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -151,4 +151,14 @@ ExprPtr make_binary(Op op, ExprPtr a, ExprPtr b, Pos pos) {
   return e;
 }
 
+bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred) {
+  if (pred(e)) return true;
+  for (const ExprPtr& a : e.args)
+    if (a && any_of(*a, pred)) return true;
+  if (e.pad_value && any_of(*e.pad_value, pred)) return true;
+  for (const ReduceVar& r : e.rvars)
+    if ((r.lo && any_of(*r.lo, pred)) || (r.hi && any_of(*r.hi, pred))) return true;
+  return false;
+}
+
 }  // namespace cake::te

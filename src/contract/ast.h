@@ -3,6 +3,7 @@
 // tensor) and annotates scalar types, so the reference interpreter and the tracks walk one tree.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,9 @@ std::string_view reduce_name(ReduceOp r);
 std::optional<Fn> parse_fn(std::string_view name);
 std::optional<ReduceOp> parse_reduce(std::string_view name);
 int fn_arity(Fn fn);
+
+// True when pred holds for e or any sub-expression (arguments, pad values, reduction bounds).
+bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred);
 
 // Helpers to build trees (used by the checker, tests and tracks).
 ExprPtr make_number(double v, bool is_int, Pos pos = {});

@@ -1,0 +1,92 @@
+/* Support code shipped with every CAKE-generated CPU kernel (written into the build directory as
+   cake_prelude.h): floor division as the TE defines it, f16 / bf16 conversions with round-to-nearest-even,
+   saturating integer casts with NaN → 0, and the dense-tensor check of the ABI prologue. C and C++. */
+#ifndef CAKE_PRELUDE_H
+#define CAKE_PRELUDE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cake_kernel_abi.h"
+
+static inline int64_t cake_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+static inline int64_t cake_floormod(int64_t a, int64_t b) {
+  int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+static inline int64_t cake_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cake_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static inline float cake_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t cake_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float cake_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    float r = (float)m * 5.9604644775390625e-8f; /* m * 2^-24 */
+    return sign ? -r : r;
+  }
+  if (e == 31) u = sign | 0x7f800000u | (m << 13);
+  else u = sign | ((e + 112u) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t cake_f32_to_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: infinity */
+  if (a < 0x38800000u) {                                    /* below 2^-14: subnormal or zero */
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(sign | (uint16_t)nearbyintf(af * 16777216.0f)); /* exact scaling by 2^24 */
+  }
+  a += 0xfffu + ((a >> 13) & 1u) - (112u << 23);
+  return (uint16_t)(sign | (a >> 13));
+}
+
+static inline double cake_trunc_sat(double v, double lo, double hi) {
+  if (v != v) return 0.0;
+  v = trunc(v);
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+static inline int8_t cake_to_i8(double v) { return (int8_t)cake_trunc_sat(v, -128.0, 127.0); }
+static inline int32_t cake_to_i32(double v) { return (int32_t)cake_trunc_sat(v, -2147483648.0, 2147483647.0); }
+static inline int64_t cake_to_i64(double v) {
+  return (int64_t)cake_trunc_sat(v, -9.2233720368547758e18, 9.2233720368547748e18);
+}
+
+/* 0 when t is a dense row-major tensor of this dtype, rank and shape; a CAKE_ERR_* code otherwise. */
+static inline int cake_check_tensor(const cake_tensor* t, int32_t dtype, int rank, const int64_t* shape) {
+  if (t->dtype != dtype) return CAKE_ERR_DTYPE;
+  if (t->rank != rank) return CAKE_ERR_SHAPE;
+  int64_t st = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    if (t->shape[i] != shape[i]) return CAKE_ERR_SHAPE;
+    if (shape[i] > 1 && t->stride[i] != st) return CAKE_ERR_LAYOUT;
+    st *= shape[i];
+  }
+  if (st > 0 && t->data == 0) return CAKE_ERR_ARGS;
+  return CAKE_OK;
+}
+
+#endif /* CAKE_PRELUDE_H */

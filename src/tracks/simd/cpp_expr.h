@@ -1,0 +1,50 @@
+// TE expressions → C++ expressions for the simd track. Reductions, index computations and bounds
+// checks become statements hoisted into a `pre` block placed just before the expression's use; the
+// expression itself is returned as text. The caller decides how each tensor is accessed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "contract/contract.h"
+
+namespace cake::tracks::simd {
+
+struct ExprOptions {
+  std::string real = "float";  // the type of Float-typed expressions
+  std::string acc = "float";   // the type of sum / prod accumulators
+  bool vector_reductions = true;  // `#pragma omp simd reduction` on innermost sum/max/min loops
+};
+
+class CppExprEmitter {
+ public:
+  // access(tensor id, index expressions) → an expression reading that element (the indices are in range).
+  using Access = std::function<std::string(int tensor, const std::vector<std::string>& index)>;
+
+  CppExprEmitter(const CheckedContract& c, const te::Stmt& s, ExprOptions o, Access access)
+      : c_(c), s_(s), o_(std::move(o)), access_(std::move(access)) {}
+
+  // Emits e; statements it needs first are appended to pre (each line prefixed with indent).
+  std::string emit(const te::Expr& e, std::string& pre, const std::string& indent);
+  // The C++ type of an expression of this TE type.
+  std::string type_of(te::Type t) const;
+
+ private:
+  std::string fresh(const char* stem) { return stem + std::to_string(counter_++); }
+  std::string read(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string reduce(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string call(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string cast(const te::Expr& e, std::string& pre, const std::string& indent);
+
+  const CheckedContract& c_;
+  const te::Stmt& s_;
+  ExprOptions o_;
+  Access access_;
+  int counter_ = 0;
+};
+
+bool contains_read(const te::Expr& e);
+bool contains_reduce(const te::Expr& e);
+
+}  // namespace cake::tracks::simd

@@ -1,0 +1,487 @@
+// Loop-nest lowering of a checked contract to C++ with OpenMP (see loop_nest.h).
+#include "tracks/simd/loop_nest.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "contract/printer.h"
+#include "core/error.h"
+#include "tracks/common/host_code.h"
+#include "tracks/simd/cpp_expr.h"
+
+namespace cake::tracks::simd {
+
+using te::Expr;
+using te::ExprKind;
+using te::Stmt;
+
+LoopNestOptions loop_nest_options(const Knobs& k) {
+  LoopNestOptions o;
+  o.compute = k.choice("compute");
+  o.acc = k.choice("acc");
+  o.fuse_rows = k.choice("fusion") == "rows";
+  o.vectorize = k.boolean("vectorize");
+  o.unroll = static_cast<int>(k.integer("unroll"));
+  o.threads = static_cast<int>(k.integer("threads"));
+  o.parallel_min_work = k.integer("parallel_min_work");
+  return o;
+}
+
+namespace {
+
+enum class Storage { Input, Direct, Buffer, RowLocal };
+
+// A run of statements in execution order; fused when `prefix` > 0 (their first `prefix` axes are shared).
+struct Group {
+  std::vector<int> stmts;
+  int prefix = 0;
+};
+
+class Lowering {
+ public:
+  Lowering(const CheckedContract& c, const LoopNestOptions& o) : c_(c), o_(o) {
+    real_ = o.compute == "f64" ? "double" : "float";
+    acc_ = o.acc == "f64" ? "double" : real_;
+    plan();
+  }
+
+  std::string run(const std::string& header);
+
+ private:
+  const Stmt& stmt(int i) const { return c_.contract.compute[static_cast<size_t>(i)]; }
+  const TensorInfo& tensor(int id) const { return c_.tensors[static_cast<size_t>(id)]; }
+  std::string dim(int id, size_t k) const { return emit_size_expr(*tensor(id).dims[k]); }
+  std::string elem_type(int id) const { return tensor(id).elem == te::Type::Float ? real_ : "int64_t"; }
+
+  void plan();
+  bool fusable(const Group& g, int s, int p) const;
+  std::string linear(int id, const std::vector<std::string>& idx, int from_axis) const;
+  std::string access(int id, const std::vector<std::string>& idx, int prefix) const;
+  std::string store(int id, const std::string& lin, const std::string& value) const;
+  std::string omp_threads() const { return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : ""; }
+  std::string work_if(const std::string& work) const {
+    return fmt::format(" if(({}) >= INT64_C({}))", work, o_.parallel_min_work);
+  }
+  std::string extents_product(const Stmt& s, int from, int to) const;
+
+  std::string emit_group(const Group& g);
+  std::string emit_statement_body(int si, int prefix, const std::string& ind);
+  std::string emit_accumulate(int si);
+
+  const CheckedContract& c_;
+  LoopNestOptions o_;
+  std::string real_, acc_;
+  std::vector<Storage> storage_;
+  std::vector<int> row_prefix_;  // RowLocal tensors: the prefix of their group
+  std::vector<Group> groups_;
+  std::vector<int> scratch_slot_;
+};
+
+// Statement s may join group g with shared prefix p when its first p axes have the same extents as the
+// group's and every read of a tensor defined in the group indexes those axes with the same variables.
+bool Lowering::fusable(const Group& g, int si, int p) const {
+  const Stmt& s = stmt(si);
+  if (s.accumulate || s.n_domain < p) return false;
+  const Stmt& first = stmt(g.stmts.front());
+  for (int k = 0; k < p; ++k)
+    if (te::print_expr(*s.var_extent[static_cast<size_t>(k)]) != te::print_expr(*first.var_extent[static_cast<size_t>(k)]))
+      return false;
+  std::set<int> defined;
+  for (int m : g.stmts) defined.insert(stmt(m).tensor);
+  defined.insert(s.tensor);
+  for (int m : g.stmts) {
+    const Stmt& t = stmt(m);
+    if (t.n_domain < p) return false;
+  }
+  std::vector<int> all = g.stmts;
+  all.push_back(si);
+  for (int m : all) {
+    bool ok = !te::any_of(*stmt(m).rhs, [&](const Expr& e) {
+      if (e.kind != ExprKind::Read || !defined.count(e.slot)) return false;
+      if (e.padded || static_cast<int>(e.args.size()) < p) return true;
+      for (int k = 0; k < p; ++k) {
+        const Expr& ix = *e.args[static_cast<size_t>(k)];
+        if (ix.kind != ExprKind::Var || ix.slot != k) return true;
+      }
+      return false;
+    });
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void Lowering::plan() {
+  const size_t nt = c_.tensors.size();
+  storage_.assign(nt, Storage::Direct);
+  row_prefix_.assign(nt, 0);
+  // Which tensors are read by statements, and how many statements define each.
+  std::vector<int> reads(nt, 0), defs(nt, 0), accum(nt, 0);
+  for (const Stmt& s : c_.contract.compute) {
+    defs[static_cast<size_t>(s.tensor)]++;
+    if (s.accumulate) accum[static_cast<size_t>(s.tensor)]++;
+    te::any_of(*s.rhs, [&](const Expr& e) {
+      if (e.kind == ExprKind::Read) reads[static_cast<size_t>(e.slot)]++;
+      return false;
+    });
+    for (const te::ExprPtr& ix : s.index)
+      te::any_of(*ix, [&](const Expr& e) {
+        if (e.kind == ExprKind::Read) reads[static_cast<size_t>(e.slot)]++;
+        return false;
+      });
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    const TensorInfo& ti = c_.tensors[t];
+    if (ti.role == TensorRole::Input) storage_[t] = Storage::Input;
+    else if (ti.role == TensorRole::Intermediate || reads[t] || defs[t] > 1 || accum[t]) storage_[t] = Storage::Buffer;
+  }
+  // Groups, greedily in execution order.
+  for (int si : c_.order) {
+    const Stmt& s = stmt(si);
+    if (o_.fuse_rows && !groups_.empty() && !s.accumulate) {
+      Group& g = groups_.back();
+      const int cur = g.stmts.size() == 1 ? stmt(g.stmts[0]).n_domain : g.prefix;
+      for (int p = std::min(cur, s.n_domain); p >= 1; --p) {
+        if (stmt(g.stmts.front()).accumulate) break;
+        if (fusable(g, si, p)) {
+          g.prefix = p;
+          g.stmts.push_back(si);
+          goto next;
+        }
+      }
+    }
+    groups_.push_back({{si}, 0});
+  next:;
+  }
+  // Intermediates defined and read only inside their fused group live in a per-thread row buffer.
+  for (const Group& g : groups_) {
+    if (g.stmts.size() < 2) continue;
+    for (int si : g.stmts) {
+      const int t = stmt(si).tensor;
+      if (tensor(t).role != TensorRole::Intermediate || defs[static_cast<size_t>(t)] != 1) continue;
+      bool outside = false;
+      for (const Group& h : groups_) {
+        if (&h == &g) continue;
+        for (int sj : h.stmts)
+          if (te::any_of(*stmt(sj).rhs, [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == t; })) outside = true;
+      }
+      if (!outside) {
+        storage_[static_cast<size_t>(t)] = Storage::RowLocal;
+        row_prefix_[static_cast<size_t>(t)] = g.prefix;
+      }
+    }
+  }
+  scratch_slot_.assign(nt, -1);
+  int slot = 0;
+  for (size_t t = 0; t < nt; ++t)
+    if (storage_[t] == Storage::Buffer || storage_[t] == Storage::RowLocal) scratch_slot_[t] = slot++;
+}
+
+std::string Lowering::linear(int id, const std::vector<std::string>& idx, int from) const {
+  if (static_cast<int>(idx.size()) <= from) return "0";
+  std::string s = idx[static_cast<size_t>(from)];
+  for (size_t k = static_cast<size_t>(from) + 1; k < idx.size(); ++k) s = fmt::format("({}) * {} + {}", s, dim(id, k), idx[k]);
+  return s;
+}
+
+std::string Lowering::access(int id, const std::vector<std::string>& idx, int prefix) const {
+  const TensorInfo& t = tensor(id);
+  const std::string name = tensor_id(t.name);
+  switch (storage_[static_cast<size_t>(id)]) {
+    case Storage::Input:
+    case Storage::Direct: {
+      const std::string lin = linear(id, idx, 0);
+      if (!t.fixed_dtype) return fmt::format("IO::ld({}, {})", name, lin);
+      switch (*t.fixed_dtype) {
+        case DType::f32: return fmt::format("(({}){}[{}])", real_, name, lin);
+        case DType::f16: return fmt::format("(({})cake_f16_to_f32({}[{}]))", real_, name, lin);
+        case DType::bf16: return fmt::format("(({})cake_bf16_to_f32({}[{}]))", real_, name, lin);
+        default: return fmt::format("((int64_t){}[{}])", name, lin);
+      }
+    }
+    case Storage::Buffer: return fmt::format("b_{}[{}]", t.name, linear(id, idx, 0));
+    case Storage::RowLocal: return fmt::format("rl_{}[{}]", t.name, linear(id, idx, row_prefix_[static_cast<size_t>(id)]));
+  }
+  (void)prefix;
+  return "";
+}
+
+// Writes value to element lin of an output in its storage dtype.
+std::string Lowering::store(int id, const std::string& lin, const std::string& value) const {
+  const TensorInfo& t = tensor(id);
+  const std::string name = tensor_id(t.name);
+  if (!t.fixed_dtype) return fmt::format("IO::st({}, {}, {});", name, lin, value);
+  switch (*t.fixed_dtype) {
+    case DType::f32: return fmt::format("{}[{}] = (float)({});", name, lin, value);
+    case DType::f16: return fmt::format("{}[{}] = cake_f32_to_f16((float)({}));", name, lin, value);
+    case DType::bf16: return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
+    case DType::i8: return fmt::format("{}[{}] = cake_to_i8((double)({}));", name, lin, value);
+    case DType::i32: return fmt::format("{}[{}] = cake_to_i32((double)({}));", name, lin, value);
+    case DType::i64: return fmt::format("{}[{}] = cake_to_i64((double)({}));", name, lin, value);
+    case DType::boolean: return fmt::format("{}[{}] = (({}) != 0);", name, lin, value);
+  }
+  return "";
+}
+
+std::string Lowering::extents_product(const Stmt& s, int from, int to) const {
+  std::string w = "INT64_C(1)";
+  for (int k = from; k < to; ++k) w += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(k)]);
+  return w;
+}
+
+// The loops over axes [prefix, n_domain) of statement si and the element computation inside them.
+std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind0) {
+  const Stmt& s = stmt(si);
+  std::string out, ind = ind0;
+  const bool inner_simd = o_.vectorize && !contains_reduce(*s.rhs);
+  for (int k = prefix; k < s.n_domain; ++k) {
+    const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+    if (k == s.n_domain - 1) {
+      if (o_.unroll > 1) out += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
+      if (inner_simd) out += ind + "#pragma omp simd\n";
+    }
+    out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+                       emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+    ind += "  ";
+  }
+  CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
+                    [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+  std::string pre;
+  const std::string value = em.emit(*s.rhs, pre, ind);
+  std::vector<std::string> idx;
+  for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+  out += pre;
+  const Storage st = storage_[static_cast<size_t>(s.tensor)];
+  if (st == Storage::Direct) {
+    out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
+  } else {
+    out += fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
+  }
+  for (int k = s.n_domain - 1; k >= prefix; --k) {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  }
+  return out;
+}
+
+std::string Lowering::emit_accumulate(int si) {
+  const Stmt& s = stmt(si);
+  const int id = s.tensor;
+  std::string out = fmt::format("  {{ // {}\n", te::print_stmt(s));
+  // Zero-initialised unless an earlier statement defined it.
+  bool defined_before = false;
+  for (int sj : c_.order) {
+    if (sj == si) break;
+    if (stmt(sj).tensor == id) defined_before = true;
+  }
+  const std::string numel = [&] {
+    std::string n = "INT64_C(1)";
+    for (size_t k = 0; k < tensor(id).dims.size(); ++k) n += " * " + dim(id, k);
+    return n;
+  }();
+  if (!defined_before) out += fmt::format("    std::fill_n(b_{}, {}, ({})0);\n", tensor(id).name, numel, elem_type(id));
+  // A domain variable that indexes the target directly: each thread owns a contiguous range of it (and so
+  // a slice of the target), looping over it innermost; the other variables run serially outside it.
+  int par = -1;
+  for (const te::ExprPtr& ix : s.index)
+    if (ix->kind == ExprKind::Var && par < 0) par = ix->slot;
+  std::vector<int> order;
+  for (int k = 0; k < s.n_domain; ++k)
+    if (k != par) order.push_back(k);
+  if (par >= 0) order.push_back(par);
+  std::string ind = "    ";
+  if (par >= 0) {
+    const std::string ext = emit_size_expr(*s.var_extent[static_cast<size_t>(par)]);
+    out += fmt::format("{}#pragma omp parallel{}{}\n{}{{\n", ind, omp_threads(), work_if(extents_product(s, 0, s.n_domain)), ind);
+    ind += "  ";
+    out += fmt::format("{}const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();\n", ind);
+    out += fmt::format("{}const int64_t lo = {} * tid / nt, hi = {} * (tid + 1) / nt;\n", ind, ext, ext);
+  }
+  for (int k : order) {
+    const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+    const bool mine = k == par;
+    out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", ind, v, mine ? "lo" : "0", v,
+                       mine ? "hi" : emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+    ind += "  ";
+  }
+  CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
+                    [this](int t, const std::vector<std::string>& idx) { return access(t, idx, 0); });
+  std::string pre;
+  std::vector<std::string> idx;
+  for (size_t a = 0; a < s.index.size(); ++a) {
+    const Expr& ix = *s.index[a];
+    if (ix.kind == ExprKind::Var) {
+      idx.push_back(var_id(s.vars[static_cast<size_t>(ix.slot)]));
+      continue;
+    }
+    const std::string name = fmt::format("o{}", a);
+    const std::string v = em.emit(ix, pre, ind);
+    pre += fmt::format("{}const int64_t {} = {};\n", ind, name, v);
+    pre += fmt::format("{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); continue; }}\n", ind,
+                       name, dim(id, a));
+    idx.push_back(name);
+  }
+  const std::string value = em.emit(*s.rhs, pre, ind);
+  out += pre + fmt::format("{}{} += ({}){};\n", ind, access(id, idx, 0), elem_type(id), value);
+  for (size_t k = 0; k < order.size(); ++k) {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  }
+  if (par >= 0) out += "    }\n";
+  return out + "  }\n";
+}
+
+std::string Lowering::emit_group(const Group& g) {
+  const Stmt& first = stmt(g.stmts.front());
+  if (g.stmts.size() == 1 && first.accumulate) return emit_accumulate(g.stmts.front());
+  std::string out;
+  if (g.stmts.size() == 1) {
+    const Stmt& s = first;
+    out += fmt::format("  {{ // {}\n", te::print_stmt(s));
+    const int n = s.n_domain;
+    if (n == 0) return out + emit_statement_body(g.stmts[0], 0, "    ") + "  }\n";
+    // Parallel over all axes but the innermost (collapsed), or over the only axis.
+    const int outer = n == 1 ? 1 : n - 1;
+    const bool simd_on_parallel = n == 1 && o_.vectorize && !contains_reduce(*s.rhs);
+    out += fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n", simd_on_parallel ? " simd" : "",
+                       outer > 1 ? fmt::format(" collapse({})", outer) : "", omp_threads(),
+                       work_if(extents_product(s, 0, n)));
+    std::string ind = "    ";
+    for (int k = 0; k < outer; ++k) {
+      const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+      out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+                         emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+      ind += "  ";
+    }
+    if (n == 1) {
+      // The single loop is the parallel one; its body has no loop of its own.
+      CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
+                        [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+      std::string pre;
+      const std::string value = em.emit(*s.rhs, pre, ind);
+      const std::vector<std::string> idx{var_id(s.vars[0])};
+      out += pre;
+      if (storage_[static_cast<size_t>(s.tensor)] == Storage::Direct)
+        out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
+      else
+        out += fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
+    } else {
+      out += emit_statement_body(g.stmts[0], outer, ind);
+    }
+    for (int k = 0; k < outer; ++k) {
+      ind.resize(ind.size() - 2);
+      out += ind + "}\n";
+    }
+    return out + "  }\n";
+  }
+  // A fused group: one parallel loop over the shared axes, the statements in order inside.
+  out += "  { // fused over the leading " + std::to_string(g.prefix) + " axes:\n";
+  for (int si : g.stmts) out += "    //   " + te::print_stmt(stmt(si)) + "\n";
+  std::string work = extents_product(first, 0, g.prefix) + " * (INT64_C(0)";
+  for (int si : g.stmts) work += " + " + extents_product(stmt(si), g.prefix, stmt(si).n_domain);
+  work += ")";
+  out += fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if(work));
+  for (int si : g.stmts) {
+    const int t = stmt(si).tensor;
+    if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
+    std::string n = "INT64_C(1)";
+    for (size_t k = static_cast<size_t>(g.prefix); k < tensor(t).dims.size(); ++k) n += " * " + dim(t, k);
+    out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(t), tensor(t).name, elem_type(t),
+                       scratch_slot_[static_cast<size_t>(t)], n);
+  }
+  out += fmt::format("      #pragma omp for{} schedule(static)\n", g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
+  std::string ind = "      ";
+  for (int k = 0; k < g.prefix; ++k) {
+    out += fmt::format("{}for (int64_t g{} = 0; g{} < {}; ++g{}) {{\n", ind, k, k,
+                       emit_size_expr(*first.var_extent[static_cast<size_t>(k)]), k);
+    ind += "  ";
+  }
+  for (int si : g.stmts) {
+    const Stmt& s = stmt(si);
+    out += ind + "{\n";
+    for (int k = 0; k < g.prefix; ++k) out += fmt::format("{}  const int64_t {} = g{};\n", ind, var_id(s.vars[static_cast<size_t>(k)]), k);
+    out += emit_statement_body(si, g.prefix, ind + "  ");
+    out += ind + "}\n";
+  }
+  for (int k = 0; k < g.prefix; ++k) {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  }
+  return out + "    }\n  }\n";
+}
+
+std::string Lowering::run(const std::string& header) {
+  const Contract& k = c_.contract;
+  std::string src = header;
+  src += "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <vector>\n\n#include <omp.h>\n\n";
+  src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n\nnamespace {\n\n";
+  src += fmt::format("using real = {};\n\n", real_);
+  src += "// Loads and stores of the operator dtype, converting to and from the compute type.\n";
+  src += "struct io_f32 {\n  using T = float;\n  static inline real ld(const T* p, int64_t i) { return (real)p[i]; }\n"
+         "  static inline void st(T* p, int64_t i, real v) { p[i] = (float)v; }\n};\n";
+  src += "struct io_bf16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return (real)cake_bf16_to_f32(p[i]); }\n"
+         "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_bf16((float)v); }\n};\n";
+  src += "struct io_f16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return (real)cake_f16_to_f32(p[i]); }\n"
+         "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_f16((float)v); }\n};\n\n";
+  src += "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";
+  src += "template <class E>\nE* cake_scratch(int slot, size_t n) {\n  thread_local std::vector<std::vector<E>> bufs;\n"
+         "  if (bufs.size() <= (size_t)slot) bufs.resize((size_t)slot + 1);\n"
+         "  if (bufs[(size_t)slot].size() < n) bufs[(size_t)slot].resize(n);\n  return bufs[(size_t)slot].data();\n}\n\n";
+  // compute<IO>(...)
+  std::string args, call_args;
+  for (const ParamDecl& p : k.params) {
+    args += ", const double " + param_id(p.name);
+    call_args += ", " + param_id(p.name);
+  }
+  for (const SizeInfo& z : c_.sizes) {
+    args += ", const int64_t " + size_id(z.name);
+    call_args += ", " + size_id(z.name);
+  }
+  src += fmt::format("template <class IO>\nint compute(const cake_tensor* in, cake_tensor* out{}) {{\n", args);
+  src += "  using T = typename IO::T;\n  int err = 0;\n";
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    const TensorInfo& ti = c_.tensors[t];
+    const std::string ty = ti.fixed_dtype ? storage_type(*ti.fixed_dtype) : "T";
+    if (ti.role == TensorRole::Input)
+      src += fmt::format("  const {}* {} = (const {}*)in[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
+    else if (ti.role == TensorRole::Output)
+      src += fmt::format("  {}* {} = ({}*)out[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
+    if (storage_[t] == Storage::Buffer) {
+      std::string n = "INT64_C(1)";
+      for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
+      src += fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)), ti.name,
+                         elem_type(static_cast<int>(t)), scratch_slot_[t], n);
+    }
+  }
+  src += "  (void)err;\n";
+  for (const Group& g : groups_) src += emit_group(g);
+  // Outputs computed in a buffer: convert into the caller's tensor.
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    const TensorInfo& ti = c_.tensors[t];
+    if (ti.role != TensorRole::Output || storage_[t] != Storage::Buffer) continue;
+    std::string n = "INT64_C(1)";
+    for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
+    src += fmt::format("  // {}: from its buffer to the output dtype\n  #pragma omp parallel for simd schedule(static){}{}\n"
+                       "  for (int64_t i = 0; i < {}; ++i) {}\n",
+                       ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
+  }
+  src += "  return err;\n}\n\n}  // namespace\n\n";
+  src += "extern \"C\" __attribute__((visibility(\"default\")))\nint cake_run(const cake_tensor* in, int n_in, cake_tensor* out, "
+         "int n_out, const double* params, int n_params) {\n";
+  src += emit_abi_prologue(c_);
+  src += "  switch (op_dtype) {\n";
+  for (DType d : k.dtypes) {
+    const char* io = d == DType::bf16 ? "io_bf16" : d == DType::f16 ? "io_f16" : "io_f32";
+    src += fmt::format("    case {}: return compute<{}>(in, out{});\n", static_cast<int>(d), io, call_args);
+  }
+  src += "    default: return CAKE_ERR_DTYPE;\n  }\n}\n";
+  return src;
+}
+
+}  // namespace
+
+std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o, const std::string& header) {
+  return Lowering(c, o).run(header);
+}
+
+}  // namespace cake::tracks::simd

@@ -1,0 +1,31 @@
+// The simd track's lowering of a whole contract to one C++ translation unit: every statement becomes a
+// loop nest over its domain (OpenMP-parallel over the outer axes, `omp simd` on the innermost), and
+// consecutive statements that share their leading axes are fused into one parallel loop over those
+// axes ("rows"), so per-row intermediates (softmax's exp row, rms_norm's sum) live in a small per-thread
+// buffer instead of memory. Scatter statements (`+=`) run in parallel over an axis that indexes the
+// target directly, serially otherwise.
+#pragma once
+
+#include <string>
+
+#include "contract/contract.h"
+#include "tracks/knobs.h"
+
+namespace cake::tracks::simd {
+
+struct LoopNestOptions {
+  std::string compute = "f32";  // Float expressions: f32 | f64
+  std::string acc = "f32";      // sum / prod accumulators: f32 | f64
+  bool fuse_rows = true;
+  bool vectorize = true;   // `#pragma omp simd` on innermost loops and reductions
+  int unroll = 1;          // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
+  int threads = 0;         // OpenMP threads; 0 = all
+  int64_t parallel_min_work = 32768;  // run a nest serially below this many points
+};
+
+LoopNestOptions loop_nest_options(const Knobs& k);
+
+// The kernel source (kernel.cpp): includes cake_prelude.h and cake_math.h, defines cake_run.
+std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o, const std::string& header_comment);
+
+}  // namespace cake::tracks::simd

@@ -1,0 +1,108 @@
+// The simd track: feasibility, knob space and lowering to a C++ artifact built by g++.
+#include "tracks/simd/simd_track.h"
+
+#include <fmt/format.h>
+
+#include "contract/printer.h"
+#include "core/error.h"
+#include "tracks/common/host_code.h"
+#include "tracks/simd/loop_nest.h"
+
+namespace cake::embedded {
+extern const char* const cake_math_h;
+}
+
+namespace cake::tracks {
+
+namespace {
+
+bool has_transcendental(const CheckedContract& c) {
+  for (const te::Stmt& s : c.contract.compute)
+    if (te::any_of(*s.rhs, [](const te::Expr& e) {
+          if (e.kind != te::ExprKind::Call) return false;
+          switch (e.fn) {
+            case te::Fn::Exp: case te::Fn::Log: case te::Fn::Tanh: case te::Fn::Erf: case te::Fn::Sigmoid:
+            case te::Fn::Sin: case te::Fn::Cos: case te::Fn::Pow: return true;
+            default: return false;
+          }
+        }))
+      return true;
+  return false;
+}
+
+class SimdTrack final : public Track {
+ public:
+  std::string_view name() const override { return "simd"; }
+
+  Feasibility feasible(const CheckedContract& c, const target::MachineInfo& m) const override {
+    for (DType d : c.contract.dtypes)
+      if (!is_float(d)) return Feasibility::no(fmt::format("operator dtype {} is not a float dtype", dtype_name(d)));
+    for (const SizeInfo& z : c.sizes) {
+      if (z.free) continue;
+      try {
+        emit_size_expr(*z.expr);
+      } catch (const Error& e) {
+        return Feasibility::no(fmt::format("size '{}': {}", z.name, e.what()));
+      }
+    }
+    (void)m;
+    return Feasibility::yes();
+  }
+
+  KnobSpace knobs(const CheckedContract& c, const target::MachineInfo& m) const override {
+    KnobSpace k;
+    k.add_choice("fusion", {"rows", "none"}, "rows",
+                 "fuse statements sharing leading axes into one parallel loop (per-row intermediates stay in cache)");
+    // The f32 gate (relative 2^-13 mean, 10x that max, on every element above 2^-13) fails f32 sums whose
+    // terms cancel (matmul, cumsum) and f32 arithmetic where O(1) terms cancel (layer_norm's + b), so sums
+    // accumulate in f64 by default, and so does all arithmetic when no transcendental function needs the
+    // vectorized f32 math. The evolution search may trade either back where the gate allows it.
+    k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) ? "f32" : "f64", "type of float expressions");
+    k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
+    k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
+    k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops (1: the compiler decides)");
+    std::vector<int64_t> threads{0, 1};
+    for (int t = 2; t <= std::max(2, m.logical_cores); t *= 2) threads.push_back(t);
+    k.add_int("threads", threads, 0, "OpenMP threads (0: all usable cores)");
+    k.add_int("parallel_min_work", {0, 4096, 32768, 262144}, 32768, "points below which a loop nest runs serially");
+    (void)c;
+    return k;
+  }
+
+  Artifact lower(const CheckedContract& c, const target::MachineInfo& m, const Knobs& requested) const override {
+    const Knobs kn = knobs(c, m).resolve(requested);
+    const std::string header = fmt::format(
+        "// CAKE simd track: {} (contract {})\n// knobs: {}\n// target: {} ({}), g++ -O3 -march=native -fopenmp\n//\n"
+        "// {}\n\n",
+        c.contract.name, c.hash, kn.str(), m.cpu_model, m.isa.level(),
+        [&] {
+          std::string p = te::print_program(c.contract.compute);
+          std::string q;
+          for (char ch : p) q += ch == '\n' ? std::string("\n// ") : std::string(1, ch);
+          return q;
+        }());
+    Artifact a;
+    a.track = "simd";
+    a.op = c.contract.name;
+    a.contract_hash = c.hash;
+    a.knobs = kn;
+    a.main_file = "kernel.cpp";
+    a.files.push_back({"kernel.cpp", simd::lower_loop_nest(c, simd::loop_nest_options(kn), header)});
+    for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
+    a.files.push_back({"cake_math.h", embedded::cake_math_h});
+    a.steps.push_back({{"g++", "-std=gnu++20", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno",
+                        "-fno-trapping-math", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
+                        "-Wno-unused-parameter", "-Wno-unused-local-typedefs", "kernel.cpp", "-o", "kernel.so"},
+                       "compile"});
+    return a;
+  }
+};
+
+}  // namespace
+
+const Track& simd_track() {
+  static const SimdTrack t;
+  return t;
+}
+
+}  // namespace cake::tracks
