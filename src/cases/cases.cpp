@@ -435,3 +435,21 @@ std::vector<double> kernel_params(const CheckedContract& c, const Case& k) {
 }
 
 }  // namespace cake::cases
+
+namespace cake::cases {
+
+Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype, uint64_t seed) {
+  Case k;
+  k.set = Set::Standard;
+  k.index = -1;
+  k.dtype = dtype;
+  k.free = free;
+  for (const SizeInfo& z : c.sizes)
+    if (z.free && !free.count(z.name)) throw Error("make_case: no value for size '" + z.name + "' of " + c.contract.name);
+  k.sizes = evaluate_sizes(c, k.free);
+  for (const ParamDecl& p : c.contract.params) k.params.push_back(p.value);
+  k.seed = seed;
+  return k;
+}
+
+}  // namespace cake::cases

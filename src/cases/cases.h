@@ -38,6 +38,9 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k);
 // Output tensors of a case (zero-filled), in the contract's outputs order.
 std::vector<Tensor> make_outputs(const CheckedContract& c, const Case& k);
 
+// One case outside the sets (benchmarks, a user's own shape): every free size must be given.
+Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype, uint64_t seed = 1);
+
 // The scalars a kernel receives (core/kernel_abi.h): the case's params, then every free size symbol in
 // CheckedContract::sizes order.
 std::vector<double> kernel_params(const CheckedContract& c, const Case& k);

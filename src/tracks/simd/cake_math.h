@@ -80,10 +80,12 @@ static inline float cake_erf(float x) {
 }
 static inline double cake_erf(double x) { return std::erf(x); }
 
-// 1 + erf(z), without the cancellation of the sum where erf(z) is near -1: erfc(-z) there.
+// 1 + erf(z), without the cancellation of the sum where erf(z) is near -1: erfc(|z|) there. One erfc
+// serves both signs (1 + erf(z) = 2 - erfc(z) above 0.5).
 static inline float cake_erf1p(float z) {
-  const float tail = cake_erfc_nonneg(-z);
-  return z < -0.5f ? tail : 1.0f + cake_erf(z);
+  const float ec = cake_erfc_nonneg(std::fabs(z));
+  const float big = z < 0.0f ? ec : 2.0f - ec;
+  return std::fabs(z) < 0.5f ? 1.0f + cake_erf_small(z) : big;
 }
 static inline double cake_erf1p(double z) { return std::erfc(-z); }
 

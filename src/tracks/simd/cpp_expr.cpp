@@ -35,6 +35,8 @@ std::string CppExprEmitter::type_of(Type t) const {
 }
 
 std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::string& ind) {
+  for (const auto& [x, text] : subst_)
+    if (x == &e) return text;
   switch (e.kind) {
     case ExprKind::Number:
       if (std::isinf(e.number)) return fmt::format("(({})({}INFINITY))", o_.real, e.number < 0 ? "-" : "");
@@ -90,8 +92,13 @@ std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::str
   throw Error(fmt::format("simd: cannot lower '{}' at {}:{}", te::print_expr(e), e.pos.line, e.pos.col));
 }
 
-std::string CppExprEmitter::read(const Expr& e, std::string& pre, const std::string& ind) {
+std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::string& ind_in) {
   const TensorInfo& t = c_.tensors.at(static_cast<size_t>(e.slot));
+  const bool hoist = hoist_ && depth_ == 0 && !te::any_of(e, [&](const Expr& x) {
+    return x.kind == ExprKind::Var && x.slot == hoist_slot_;
+  });
+  std::string& pre = hoist ? *hoist_ : pre_in;
+  const std::string& ind = hoist ? hoist_indent_ : ind_in;
   std::vector<std::string> idx;
   std::string inside;  // padded reads: the in-bounds condition
   const std::string id = fresh("i");
@@ -113,12 +120,20 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre, const std::str
     }
     idx.push_back(name);
   }
-  if (!e.padded) return access_(e.slot, idx);
-  const std::string ok = id + "_in";
-  pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside);
-  for (std::string& i : idx) i = fmt::format("({} ? {} : 0)", ok, i);  // never address outside the tensor
-  const std::string pad = e.pad_value ? emit(*e.pad_value, pre, ind) : "0";
-  return fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type), pad);
+  std::string value;
+  if (!e.padded) {
+    value = access_(e.slot, idx);
+  } else {
+    const std::string ok = id + "_in";
+    pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside);
+    for (std::string& i : idx) i = fmt::format("({} ? {} : 0)", ok, i);  // never address outside the tensor
+    const std::string pad = e.pad_value ? emit(*e.pad_value, pre, ind) : "0";
+    value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type), pad);
+  }
+  if (!hoist) return value;
+  const std::string h = fresh("h");
+  pre += fmt::format("{}const {} {} = {};\n", ind, type_of(e.type), h, value);
+  return h;
 }
 
 std::string CppExprEmitter::call(const Expr& e, std::string& pre, const std::string& ind) {
@@ -210,7 +225,9 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     inner += "  ";
   }
   std::string body_pre;
+  ++depth_;
   const std::string b = emit(body, body_pre, inner);
+  --depth_;
   std::string step;
   switch (e.reduce) {
     case ReduceOp::Sum: step = fmt::format("{}{} += {};\n", inner, r, b); break;

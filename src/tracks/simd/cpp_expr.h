@@ -27,6 +27,16 @@ class CppExprEmitter {
 
   // Emits e; statements it needs first are appended to pre (each line prefixed with indent).
   std::string emit(const te::Expr& e, std::string& pre, const std::string& indent);
+  // Loop-invariant reads: a read outside any reduction whose indices do not use variable slot `slot` is
+  // emitted once into *hoist (placed before the loop over that variable) instead of into pre. (GCC does
+  // not vectorize a loop that re-reads a scalar its stores might alias.)
+  void hoist_invariant_of(int slot, std::string* hoist, std::string indent) {
+    hoist_slot_ = slot;
+    hoist_ = hoist;
+    hoist_indent_ = std::move(indent);
+  }
+  // Emits `text` in place of the sub-expression e (the contraction skeleton's accumulated sum).
+  void substitute(const te::Expr* e, std::string text) { subst_.emplace_back(e, std::move(text)); }
   // The C++ type of an expression of this TE type.
   std::string type_of(te::Type t) const;
 
@@ -42,6 +52,11 @@ class CppExprEmitter {
   ExprOptions o_;
   Access access_;
   int counter_ = 0;
+  std::vector<std::pair<const te::Expr*, std::string>> subst_;
+  int depth_ = 0;  // reductions entered
+  int hoist_slot_ = -1;
+  std::string* hoist_ = nullptr;
+  std::string hoist_indent_;
 };
 
 bool contains_read(const te::Expr& e);

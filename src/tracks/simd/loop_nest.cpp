@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 #include "contract/printer.h"
@@ -25,6 +26,9 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.unroll = static_cast<int>(k.integer("unroll"));
   o.threads = static_cast<int>(k.integer("threads"));
   o.parallel_min_work = k.integer("parallel_min_work");
+  o.gemm = k.boolean("gemm");
+  o.mr = static_cast<int>(k.integer("mr"));
+  o.nv = static_cast<int>(k.integer("nv"));
   return o;
 }
 
@@ -36,6 +40,14 @@ enum class Storage { Input, Direct, Buffer, RowLocal };
 struct Group {
   std::vector<int> stmts;
   int prefix = 0;
+};
+
+// A matmul-like statement: `reduce` = sum(k: a * b) with a indexed by (batch.., i, k) and b by (batch.., k, j).
+struct Contraction {
+  const Expr* reduce = nullptr;
+  const Expr* a = nullptr;
+  const Expr* b = nullptr;
+  int k = -1;  // variable slot of the reduction
 };
 
 class Lowering {
@@ -66,6 +78,10 @@ class Lowering {
   std::string extents_product(const Stmt& s, int from, int to) const;
 
   std::string emit_group(const Group& g);
+  std::optional<Contraction> match_contraction(const Group& g) const;
+  std::string emit_contraction(const Group& g, const Contraction& mm);
+  std::string access_linear(int id, const std::string& lin) const;
+  std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
   std::string emit_accumulate(int si);
 
@@ -76,6 +92,7 @@ class Lowering {
   std::vector<int> row_prefix_;  // RowLocal tensors: the prefix of their group
   std::vector<Group> groups_;
   std::vector<int> scratch_slot_;
+  int next_scratch_ = 0;
 };
 
 // Statement s may join group g with shared prefix p when its first p axes have the same extents as the
@@ -175,6 +192,7 @@ void Lowering::plan() {
   int slot = 0;
   for (size_t t = 0; t < nt; ++t)
     if (storage_[t] == Storage::Buffer || storage_[t] == Storage::RowLocal) scratch_slot_[t] = slot++;
+  next_scratch_ = slot;
 }
 
 std::string Lowering::linear(int id, const std::vector<std::string>& idx, int from) const {
@@ -186,11 +204,19 @@ std::string Lowering::linear(int id, const std::vector<std::string>& idx, int fr
 
 std::string Lowering::access(int id, const std::vector<std::string>& idx, int prefix) const {
   const TensorInfo& t = tensor(id);
+  if (storage_[static_cast<size_t>(id)] == Storage::RowLocal)
+    return fmt::format("rl_{}[{}]", t.name, linear(id, idx, row_prefix_[static_cast<size_t>(id)]));
+  (void)prefix;
+  return access_linear(id, linear(id, idx, 0));
+}
+
+// Element `lin` (row-major offset) of an input or buffered tensor, as a compute-type value.
+std::string Lowering::access_linear(int id, const std::string& lin) const {
+  const TensorInfo& t = tensor(id);
   const std::string name = tensor_id(t.name);
   switch (storage_[static_cast<size_t>(id)]) {
     case Storage::Input:
     case Storage::Direct: {
-      const std::string lin = linear(id, idx, 0);
       if (!t.fixed_dtype) return fmt::format("IO::ld({}, {})", name, lin);
       switch (*t.fixed_dtype) {
         case DType::f32: return fmt::format("(({}){}[{}])", real_, name, lin);
@@ -199,11 +225,10 @@ std::string Lowering::access(int id, const std::vector<std::string>& idx, int pr
         default: return fmt::format("((int64_t){}[{}])", name, lin);
       }
     }
-    case Storage::Buffer: return fmt::format("b_{}[{}]", t.name, linear(id, idx, 0));
-    case Storage::RowLocal: return fmt::format("rl_{}[{}]", t.name, linear(id, idx, row_prefix_[static_cast<size_t>(id)]));
+    case Storage::Buffer: return fmt::format("b_{}[{}]", t.name, lin);
+    case Storage::RowLocal: break;
   }
-  (void)prefix;
-  return "";
+  throw Error("simd: row-local tensor '" + t.name + "' read by offset");
 }
 
 // Writes value to element lin of an output in its storage dtype.
@@ -232,25 +257,27 @@ std::string Lowering::extents_product(const Stmt& s, int from, int to) const {
 // The loops over axes [prefix, n_domain) of statement si and the element computation inside them.
 std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind0) {
   const Stmt& s = stmt(si);
-  std::string out, ind = ind0;
+  std::string outer, inner_head, hoist, ind = ind0;
   const bool inner_simd = o_.vectorize && !contains_reduce(*s.rhs);
   for (int k = prefix; k < s.n_domain; ++k) {
     const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+    std::string& dst = k == s.n_domain - 1 ? inner_head : outer;
     if (k == s.n_domain - 1) {
-      if (o_.unroll > 1) out += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
-      if (inner_simd) out += ind + "#pragma omp simd\n";
+      if (o_.unroll > 1) dst += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
+      if (inner_simd) dst += ind + "#pragma omp simd\n";
     }
-    out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+    dst += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
                        emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
     ind += "  ";
   }
   CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
                     [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+  if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
   const std::string value = em.emit(*s.rhs, pre, ind);
   std::vector<std::string> idx;
   for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
-  out += pre;
+  std::string out = outer + hoist + inner_head + pre;
   const Storage st = storage_[static_cast<size_t>(s.tensor)];
   if (st == Storage::Direct) {
     out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
@@ -331,7 +358,149 @@ std::string Lowering::emit_accumulate(int si) {
   return out + "  }\n";
 }
 
+// The coefficient of variable `slot` in the row-major offset of a read whose indices are plain variables:
+// the stride of the axis it indexes ("0" when it indexes none).
+std::string Lowering::var_coefficient(const Expr& read, int slot) const {
+  const int id = read.slot;
+  for (size_t p = 0; p < read.args.size(); ++p) {
+    if (read.args[p]->slot != slot) continue;
+    std::string st = "INT64_C(1)";
+    for (size_t q = p + 1; q < read.args.size(); ++q) st += " * " + dim(id, q);
+    return "(" + st + ")";
+  }
+  return "INT64_C(0)";
+}
+
+std::optional<Contraction> Lowering::match_contraction(const Group& g) const {
+  if (!o_.gemm) return std::nullopt;
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain;
+  if (s.accumulate || n < 2) return std::nullopt;
+  if (g.stmts.size() > 1) {  // the rest must be elementwise over the same domain: the epilogue
+    if (g.prefix != n) return std::nullopt;
+    for (size_t m = 1; m < g.stmts.size(); ++m)
+      if (stmt(g.stmts[m]).n_domain != n || contains_reduce(*stmt(g.stmts[m]).rhs)) return std::nullopt;
+  }
+  std::vector<const Expr*> reds;
+  te::any_of(*s.rhs, [&](const Expr& e) {
+    if (e.kind == ExprKind::Reduce) reds.push_back(&e);
+    return false;
+  });
+  if (reds.size() != 1) return std::nullopt;
+  const Expr& r = *reds[0];
+  if (r.reduce != te::ReduceOp::Sum || r.rvars.size() != 1 || r.rvars[0].lo) return std::nullopt;
+  const Expr& body = *r.args[0];
+  if (body.kind != ExprKind::Binary || body.op == te::Op::Mod || body.op != te::Op::Mul) return std::nullopt;
+  const int k = r.rvars[0].slot, i = n - 2, j = n - 1;
+  auto plain = [&](const Expr& x) {
+    if (x.kind != ExprKind::Read || x.padded || x.type != te::Type::Float) return false;
+    const Storage st = storage_[static_cast<size_t>(x.slot)];
+    if (st != Storage::Input && st != Storage::Buffer) return false;
+    std::set<int> seen;
+    for (const te::ExprPtr& ix : x.args)
+      if (ix->kind != ExprKind::Var || !seen.insert(ix->slot).second || (ix->slot >= n && ix->slot != k)) return false;
+    return true;
+  };
+  auto uses = [](const Expr& x, int slot) {
+    for (const te::ExprPtr& ix : x.args)
+      if (ix->slot == slot) return true;
+    return false;
+  };
+  const Expr* x = body.args[0].get();
+  const Expr* y = body.args[1].get();
+  if (!plain(*x) || !plain(*y)) return std::nullopt;
+  if (uses(*y, i) && !uses(*y, j)) std::swap(x, y);
+  if (!(uses(*x, i) && uses(*x, k) && !uses(*x, j) && uses(*y, k) && uses(*y, j) && !uses(*y, i))) return std::nullopt;
+  return Contraction{&r, x, y, k};
+}
+
+std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain;
+  const std::string acc_t = acc_;
+  const std::string ext_i = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 2)]);
+  const std::string ext_j = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]);
+  const std::string ext_k = emit_size_expr(*s.var_extent[static_cast<size_t>(mm.k)]);
+  std::string out = fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr, o_.nv,
+                                tensor(mm.b->slot).name);
+  for (int si : g.stmts) out += "    //   " + te::print_stmt(stmt(si)) + "\n";
+  out += fmt::format("    constexpr int MR = {}, NV = {};\n    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", o_.mr,
+                     o_.nv, acc_t);
+  out += fmt::format("    const int64_t cI = {}, cJ = {}, cK = {};\n", ext_i, ext_j, ext_k);
+  std::string nb = "INT64_C(1)";
+  for (int b = 0; b < n - 2; ++b) nb += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
+  out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
+  out += fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if("nbatch * cI * cJ * cK"));
+  out += fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t, next_scratch_++);
+  out += fmt::format("      alignas(64) {} tile[MR * NR];\n", acc_t);
+  for (int si : g.stmts) {
+    const int t = stmt(si).tensor;
+    if (storage_[static_cast<size_t>(t)] == Storage::RowLocal)
+      out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, 1);\n", elem_type(t), tensor(t).name, elem_type(t),
+                         scratch_slot_[static_cast<size_t>(t)]);
+  }
+  out += "      #pragma omp for collapse(2) schedule(static)\n";
+  out += "      for (int64_t bt = 0; bt < nbatch; ++bt)\n      for (int64_t jp = 0; jp < npanel; ++jp) {\n";
+  std::string ind = "        ";
+  // batch axes from bt (row-major over the batch extents)
+  if (n > 2) {
+    out += ind + "int64_t rest = bt;\n";
+    for (int b = n - 3; b >= 0; --b) {
+      const std::string e = emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
+      out += fmt::format("{}const int64_t ax{} = rest % {};\n{}rest /= {};\n", ind, b, e, ind, e);
+    }
+    out += ind + "(void)rest;\n";
+  }
+  // offsets of the batch part of a and b, and their strides along i / j / k
+  auto base = [&](const Expr& rd) {
+    std::string o = "INT64_C(0)";
+    for (int b = 0; b < n - 2; ++b) o += fmt::format(" + ax{} * {}", b, var_coefficient(rd, b));
+    return o;
+  };
+  out += fmt::format("{}const int64_t abase = {}, asi = {}, ask = {};\n", ind, base(*mm.a), var_coefficient(*mm.a, n - 2),
+                     var_coefficient(*mm.a, mm.k));
+  out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b), var_coefficient(*mm.b, n - 1),
+                     var_coefficient(*mm.b, mm.k));
+  out += ind + "const int64_t j0 = jp * NR, jn = std::min<int64_t>(NR, cJ - j0);\n";
+  out += ind + "for (int64_t k = 0; k < cK; ++k)\n";
+  out += ind + "  for (int64_t c = 0; c < NR; ++c)\n";
+  out += fmt::format("{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n", ind, acc_t,
+                     access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
+  out += ind + "for (int64_t i0 = 0; i0 < cI; i0 += MR) {\n";
+  ind += "  ";
+  out += ind + "const int64_t in = std::min<int64_t>(MR, cI - i0);\n";
+  out += ind + "int64_t arow[MR];\n";
+  out += ind + "for (int r = 0; r < MR; ++r) arow[r] = abase + std::min<int64_t>(i0 + r, cI - 1) * asi;\n";
+  out += fmt::format("{}cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n", ind,
+                     acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+  out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
+  ind += "    ";
+  out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);
+  out += fmt::format("{}const {} acc = tile[r * NR + c];\n", ind, acc_t);
+  for (size_t m = 0; m < g.stmts.size(); ++m) {
+    const Stmt& st = stmt(g.stmts[m]);
+    out += ind + "{\n";
+    for (int a = 0; a < n; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var_id(st.vars[static_cast<size_t>(a)]), a);
+    CppExprEmitter em(c_, st, {real_, acc_, o_.vectorize},
+                      [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+    if (m == 0) em.substitute(mm.reduce, fmt::format("(({})acc)", real_));
+    std::string pre;
+    const std::string value = em.emit(*st.rhs, pre, ind + "  ");
+    std::vector<std::string> idx;
+    for (int a = 0; a < n; ++a) idx.push_back(var_id(st.vars[static_cast<size_t>(a)]));
+    out += pre;
+    if (storage_[static_cast<size_t>(st.tensor)] == Storage::Direct)
+      out += ind + "  " + store(st.tensor, linear(st.tensor, idx, 0), value) + "\n";
+    else
+      out += fmt::format("{}  {} = ({}){};\n", ind, access(st.tensor, idx, 0), elem_type(st.tensor), value);
+    out += ind + "}\n";
+  }
+  out += "          }\n        }\n      }\n    }\n  }\n";
+  return out;
+}
+
 std::string Lowering::emit_group(const Group& g) {
+  if (auto mm = match_contraction(g)) return emit_contraction(g, *mm);
   const Stmt& first = stmt(g.stmts.front());
   if (g.stmts.size() == 1 && first.accumulate) return emit_accumulate(g.stmts.front());
   std::string out;
@@ -414,7 +583,7 @@ std::string Lowering::run(const std::string& header) {
   const Contract& k = c_.contract;
   std::string src = header;
   src += "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <vector>\n\n#include <omp.h>\n\n";
-  src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n\nnamespace {\n\n";
+  src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
   src += fmt::format("using real = {};\n\n", real_);
   src += "// Loads and stores of the operator dtype, converting to and from the compute type.\n";
   src += "struct io_f32 {\n  using T = float;\n  static inline real ld(const T* p, int64_t i) { return (real)p[i]; }\n"

@@ -21,6 +21,9 @@ struct LoopNestOptions {
   int unroll = 1;          // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
   int threads = 0;         // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
+  bool gemm = true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
+  int mr = 6;        // its tile: rows of C
+  int nv = 2;        // its tile: vectors of C per row
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);

@@ -10,6 +10,7 @@
 
 namespace cake::embedded {
 extern const char* const cake_math_h;
+extern const char* const cake_gemm_h;
 }
 
 namespace cake::tracks {
@@ -61,6 +62,9 @@ class SimdTrack final : public Track {
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
     k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
     k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops (1: the compiler decides)");
+    k.add_bool("gemm", true, "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
+    k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
+    k.add_int("nv", {1, 2, 3, 4}, 2, "micro-kernel tile: vectors of C per row");
     std::vector<int64_t> threads{0, 1};
     for (int t = 2; t <= std::max(2, m.logical_cores); t *= 2) threads.push_back(t);
     k.add_int("threads", threads, 0, "OpenMP threads (0: all usable cores)");
@@ -72,7 +76,7 @@ class SimdTrack final : public Track {
   Artifact lower(const CheckedContract& c, const target::MachineInfo& m, const Knobs& requested) const override {
     const Knobs kn = knobs(c, m).resolve(requested);
     const std::string header = fmt::format(
-        "// CAKE simd track: {} (contract {})\n// knobs: {}\n// target: {} ({}), g++ -O3 -march=native -fopenmp\n//\n"
+        "// CAKE simd track: {} (contract {})\n// knobs: {}\n// target: {} ({}), g++ -O3 -march=native -fopenmp, Highway (static dispatch)\n//\n"
         "// {}\n\n",
         c.contract.name, c.hash, kn.str(), m.cpu_model, m.isa.level(),
         [&] {
@@ -90,9 +94,10 @@ class SimdTrack final : public Track {
     a.files.push_back({"kernel.cpp", simd::lower_loop_nest(c, simd::loop_nest_options(kn), header)});
     for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
     a.files.push_back({"cake_math.h", embedded::cake_math_h});
+    a.files.push_back({"cake_gemm.h", embedded::cake_gemm_h});
     a.steps.push_back({{"g++", "-std=gnu++20", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno",
-                        "-fno-trapping-math", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
-                        "-Wno-unused-parameter", "-Wno-unused-local-typedefs", "kernel.cpp", "-o", "kernel.so"},
+                        "-fno-trapping-math", "-DHWY_WANT_AVX3_DL", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
+                        "-Wno-unused-parameter", "-Wno-unused-local-typedefs", "kernel.cpp", "-o", "kernel.so", "-lhwy"},
                        "compile"});
     return a;
   }
