@@ -140,6 +140,19 @@ void bench_onednn(benchmark::State& st, std::shared_ptr<Prepared> p, int threads
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  // Our own flags, after Google Benchmark's: --knob=name=value (repeatable) applies to every track whose
+  // knob space has that knob, so a variant can be measured against the defaults' figures in another run.
+  tracks::Knobs extra;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=', 7);
+    if (a.rfind("--knob=", 0) == 0 && eq != std::string::npos) {
+      extra.set(a.substr(7, eq - 7), a.substr(eq + 1));
+    } else {
+      std::fprintf(stderr, "track_bench: unknown argument %s (use --knob=name=value or Google Benchmark's flags)\n", a.c_str());
+      return 2;
+    }
+  }
   const target::MachineInfo m = target::describe_machine();
   const int threads = m.logical_cores;
   benchmark::AddCustomContext("cake.triad_gbs", std::to_string(m.bandwidth_gbs));
@@ -172,8 +185,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s/%s: infeasible: %s\n", op.c_str(), std::string(t->name()).c_str(), f.reason.c_str());
         continue;
       }
+      tracks::Knobs k;
+      const tracks::KnobSpace space = t->knobs(*p->c, m);
+      for (const auto& [name, value] : extra.values())
+        if (space.find(name)) k.set(name, value);
       jobs.push_back({op, std::string(t->name()), p, is_mm});
-      arts.push_back(t->lower(*p->c, m, {}));
+      arts.push_back(t->lower(*p->c, m, k));
     }
   }
   build::BuildOptions bo;
