@@ -2,7 +2,8 @@
 // same run (Google Benchmark, manual timing of each call):
 //   * memory-bound operators (add, gelu, softmax, rms_norm, layer_norm) on their largest standard case in
 //     f32: achieved GB/s of compulsory traffic (inputs read once, outputs written once) and its fraction
-//     of `cake doctor`'s all-core triad bandwidth (`of_triad`);
+//     of the all-core STREAM-triad bandwidth, measured by `cake doctor`'s triad at the start of this run
+//     (`of_triad`; the doctor's cached figure is printed in the context);
 //   * matmul f32 1024³: GFLOP/s, and the ratio to OpenBLAS (cblas_sgemm) and oneDNN (matmul primitive)
 //     measured in this process with the same thread count (`vs_openblas`, `vs_onednn`: against the
 //     peer's best repetition).
@@ -45,7 +46,8 @@ struct Prepared {
 
 std::shared_ptr<Prepared> prepare(const std::string& op, const std::map<std::string, int64_t>* free) {
   auto p = std::make_shared<Prepared>();
-  p->c = std::make_shared<CheckedContract>(load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench/ops" / (op + ".yaml")).string()));
+  p->c = std::make_shared<CheckedContract>(
+      load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench/ops" / (op + ".yaml")).string()));
   if (free) {
     p->k = cases::make_case(*p->c, *free, DType::f32);
   } else {  // the largest standard shape, in f32
@@ -80,11 +82,12 @@ void timed_loop(benchmark::State& st, F&& f, double& total) {
   }
 }
 
-void bench_kernel(benchmark::State& st, std::shared_ptr<build::Kernel> kern, std::shared_ptr<Prepared> p, double triad_gbs,
-                  bool matmul) {
+void bench_kernel(benchmark::State& st, std::shared_ptr<build::Kernel> kern, std::shared_ptr<Prepared> p,
+                  double triad_gbs, bool matmul) {
   double total = 0;
   int status = 0;
-  timed_loop(st, [&] { status = kern->run(p->in, p->out, p->params); }, total);
+  timed_loop(
+      st, [&] { status = kern->run(p->in, p->out, p->params); }, total);
   if (status != 0) {
     st.SkipWithError(("kernel returned status " + std::to_string(status)).c_str());
     return;
@@ -111,7 +114,10 @@ void bench_openblas(benchmark::State& st, std::shared_ptr<Prepared> p, int threa
   const float* b = static_cast<const float*>(p->in[1].data());
   float* c = static_cast<float*>(p->out[0].data());
   double total = 0;
-  timed_loop(st, [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); }, total);
+  timed_loop(
+      st,
+      [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); },
+      total);
   const double gf = 2.0 * n * n * n / (total / static_cast<double>(st.iterations())) / 1e9;
   st.counters["GFLOP/s"] = gf;
   note_peer("openblas", gf);
@@ -127,10 +133,13 @@ void bench_onednn(benchmark::State& st, std::shared_ptr<Prepared> p, int threads
   memory A(md, eng, p->in[0].data()), B(md, eng, p->in[1].data()), C(md, eng, p->out[0].data());
   const matmul prim(matmul::primitive_desc(matmul::desc(md, md, md), eng));
   double total = 0;
-  timed_loop(st, [&] {
-    prim.execute(s, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
-    s.wait();
-  }, total);
+  timed_loop(
+      st,
+      [&] {
+        prim.execute(s, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+        s.wait();
+      },
+      total);
   const double gf = 2.0 * n * n * n / (total / static_cast<double>(st.iterations())) / 1e9;
   st.counters["GFLOP/s"] = gf;
   note_peer("onednn", gf);
@@ -149,24 +158,37 @@ int main(int argc, char** argv) {
     if (a.rfind("--knob=", 0) == 0 && eq != std::string::npos) {
       extra.set(a.substr(7, eq - 7), a.substr(eq + 1));
     } else {
-      std::fprintf(stderr, "track_bench: unknown argument %s (use --knob=name=value or Google Benchmark's flags)\n", a.c_str());
+      std::fprintf(stderr,
+                   "track_bench: unknown argument %s (use --knob=name=value or Google Benchmark's flags)\n",
+                   a.c_str());
       return 2;
     }
   }
   const target::MachineInfo m = target::describe_machine();
   const int threads = m.logical_cores;
-  benchmark::AddCustomContext("cake.triad_gbs", std::to_string(m.bandwidth_gbs));
+  // The bandwidth the memory-bound figures are divided by is measured now, in this run (the machine's
+  // bandwidth drifts; the doctor's cached figure is reported beside it).
+  const double triad_now = target::measure_triad_gbs(threads);
+  benchmark::AddCustomContext("cake.triad_gbs_this_run", std::to_string(triad_now));
+  benchmark::AddCustomContext("cake.triad_gbs_doctor", std::to_string(m.bandwidth_gbs));
   benchmark::AddCustomContext("cake.fma_gflops", std::to_string(m.fma_gflops));
   benchmark::AddCustomContext("cake.threads", std::to_string(threads));
   benchmark::AddCustomContext("cake.isa", m.isa.level());
   const char* core = std::getenv("OPENBLAS_CORETYPE");
   benchmark::AddCustomContext("openblas.coretype", core ? core : "(autodetect)");
-  benchmark::AddCustomContext("onednn.version", std::to_string(dnnl_version()->major) + "." + std::to_string(dnnl_version()->minor));
+  benchmark::AddCustomContext(
+      "onednn.version", std::to_string(dnnl_version()->major) + "." + std::to_string(dnnl_version()->minor));
 
   const std::map<std::string, int64_t> mm{{"M", 1024}, {"N", 1024}, {"K", 1024}};
   auto mm_case = prepare("matmul", &mm);
-  benchmark::RegisterBenchmark("matmul_1024/peer:openblas", bench_openblas, mm_case, threads)->UseManualTime()->Unit(benchmark::kMillisecond)->Repetitions(3);
-  benchmark::RegisterBenchmark("matmul_1024/peer:onednn", bench_onednn, mm_case, threads)->UseManualTime()->Unit(benchmark::kMillisecond)->Repetitions(3);
+  benchmark::RegisterBenchmark("matmul_1024/peer:openblas", bench_openblas, mm_case, threads)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(3);
+  benchmark::RegisterBenchmark("matmul_1024/peer:onednn", bench_onednn, mm_case, threads)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(3);
 
   // Lower and build every (operator, track) pair first, in parallel; then register what built.
   struct Job {
@@ -182,7 +204,8 @@ int main(int argc, char** argv) {
     for (const tracks::Track* t : tracks::all_tracks()) {
       const tracks::Feasibility f = t->feasible(*p->c, m);
       if (!f.ok) {
-        std::fprintf(stderr, "%s/%s: infeasible: %s\n", op.c_str(), std::string(t->name()).c_str(), f.reason.c_str());
+        std::fprintf(stderr, "%s/%s: infeasible: %s\n", op.c_str(), std::string(t->name()).c_str(),
+                     f.reason.c_str());
         continue;
       }
       tracks::Knobs k;
@@ -194,16 +217,21 @@ int main(int argc, char** argv) {
     }
   }
   build::BuildOptions bo;
-  bo.progress = [](std::string_view s) { std::fprintf(stderr, "build %.*s\n", static_cast<int>(s.size()), s.data()); };
+  bo.progress = [](std::string_view s) {
+    std::fprintf(stderr, "build %.*s\n", static_cast<int>(s.size()), s.data());
+  };
   const std::vector<build::BuildResult> built = build::build_all(arts, bo);
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!built[i].ok()) {
-      std::fprintf(stderr, "%s/%s: build failed: %s\n", jobs[i].op.c_str(), jobs[i].track.c_str(), built[i].failure.c_str());
+      std::fprintf(stderr, "%s/%s: build failed: %s\n", jobs[i].op.c_str(), jobs[i].track.c_str(),
+                   built[i].failure.c_str());
       continue;
     }
     auto kern = std::make_shared<build::Kernel>(built[i].library);
-    const std::string name = (jobs[i].matmul ? std::string("matmul_1024") : jobs[i].op + "/" + jobs[i].p->k.describe()) + "/track:" + jobs[i].track;
-    benchmark::RegisterBenchmark(name.c_str(), bench_kernel, kern, jobs[i].p, m.bandwidth_gbs, jobs[i].matmul)
+    const std::string name =
+        (jobs[i].matmul ? std::string("matmul_1024") : jobs[i].op + "/" + jobs[i].p->k.describe()) +
+        "/track:" + jobs[i].track;
+    benchmark::RegisterBenchmark(name.c_str(), bench_kernel, kern, jobs[i].p, triad_now, jobs[i].matmul)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Repetitions(3);

@@ -55,8 +55,8 @@ std::string tool_identity(const std::string& tool) {
 }
 
 nlohmann::json diag_json(const Diagnostic& d) {
-  return {{"file", d.file}, {"line", d.line}, {"col", d.col}, {"severity", d.severity}, {"message", d.message},
-          {"step", d.step}};
+  return {{"file", d.file},         {"line", d.line},       {"col", d.col},
+          {"severity", d.severity}, {"message", d.message}, {"step", d.step}};
 }
 
 void save_result(const fs::path& dir, const BuildResult& r) {
@@ -72,12 +72,18 @@ bool load_result(const fs::path& dir, BuildResult& r) {
   try {
     auto j = nlohmann::json::parse(*text);
     const std::string s = j.at("status");
-    if (s == "ok") r.status = BuildStatus::Ok;
-    else if (s == "compile-error") r.status = BuildStatus::CompileError;
-    else return false;  // timeouts and missing tools are not cached
+    if (s == "ok") {
+      r.status = BuildStatus::Ok;
+    } else if (s == "compile-error") {
+      r.status = BuildStatus::CompileError;
+    } else {
+      return false;  // timeouts and missing tools are not cached
+    }
     r.failure = j.value("failure", "");
-    for (const auto& d : j.at("diagnostics"))
-      r.diagnostics.push_back({d.at("file"), d.at("line"), d.at("col"), d.at("severity"), d.at("message"), d.at("step")});
+    for (const auto& d : j.at("diagnostics")) {
+      r.diagnostics.push_back(
+          {d.at("file"), d.at("line"), d.at("col"), d.at("severity"), d.at("message"), d.at("step")});
+    }
     r.log = read_file(dir / "build.log").value_or("");
     return true;
   } catch (const std::exception&) {
@@ -102,11 +108,15 @@ class HashLock {
 };
 
 void sort_diagnostics(std::vector<Diagnostic>& ds) {
-  auto rank = [](const Diagnostic& d) { return d.severity == "error" || d.severity == "fatal error" ? 0 : d.severity == "warning" ? 1 : 2; };
-  std::stable_sort(ds.begin(), ds.end(), [&](const Diagnostic& a, const Diagnostic& b) { return rank(a) < rank(b); });
+  auto rank = [](const Diagnostic& d) {
+    return d.severity == "error" || d.severity == "fatal error" ? 0 : d.severity == "warning" ? 1 : 2;
+  };
+  std::stable_sort(ds.begin(), ds.end(),
+                   [&](const Diagnostic& a, const Diagnostic& b) { return rank(a) < rank(b); });
 }
 
-BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs::path& root, const std::string& hash) {
+BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs::path& root,
+                      const std::string& hash) {
   BuildResult r;
   r.hash = hash;
   const fs::path final_dir = root / hash;
@@ -136,18 +146,22 @@ BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs
     }
     if (p.timed_out) {
       r.status = BuildStatus::Timeout;
-      r.failure = "step '" + s.what + "' ran past " + std::to_string(static_cast<int>(o.step_timeout_s)) + " s";
+      r.failure =
+          "step '" + s.what + "' ran past " + std::to_string(static_cast<int>(o.step_timeout_s)) + " s";
       break;
     }
     if (p.exit_code != 0 || p.signal != 0) {
       r.status = BuildStatus::CompileError;
       r.failure = "step '" + s.what + "' " +
-                  (p.signal ? "died with signal " + std::to_string(p.signal) : "exited with " + std::to_string(p.exit_code));
-      for (const Diagnostic& d : r.diagnostics)
+                  (p.signal ? "died with signal " + std::to_string(p.signal)
+                            : "exited with " + std::to_string(p.exit_code));
+      for (const Diagnostic& d : r.diagnostics) {
         if (d.severity == "error" || d.severity == "fatal error") {
-          r.failure += ": " + d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.col) + ": " + d.message;
+          r.failure +=
+              ": " + d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.col) + ": " + d.message;
           break;
         }
+      }
       break;
     }
   }
@@ -180,20 +194,27 @@ BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs
 
 std::string_view status_name(BuildStatus s) {
   switch (s) {
-    case BuildStatus::Ok: return "ok";
-    case BuildStatus::CompileError: return "compile-error";
-    case BuildStatus::Timeout: return "timeout";
-    case BuildStatus::ToolMissing: return "tool-missing";
+    case BuildStatus::Ok:
+      return "ok";
+    case BuildStatus::CompileError:
+      return "compile-error";
+    case BuildStatus::Timeout:
+      return "timeout";
+    case BuildStatus::ToolMissing:
+      return "tool-missing";
   }
   return "?";
 }
 
-int tool_runs() { return g_tool_runs.load(); }
+int tool_runs() {
+  return g_tool_runs.load();
+}
 
 std::string artifact_hash(const tracks::Artifact& a) {
   Hasher h;
   h.add(kCacheVersion).add_u64(0).add(a.track).add_u64(1).add(a.op).add_u64(2).add(a.library).add_u64(3);
-  for (const tracks::SourceFile& f : a.files) h.add(f.name).add_u64(f.name.size()).add(f.text).add_u64(f.text.size());
+  for (const tracks::SourceFile& f : a.files)
+    h.add(f.name).add_u64(f.name.size()).add(f.text).add_u64(f.text.size());
   for (const tracks::BuildStep& s : a.steps) {
     h.add_u64(4).add(s.what);
     for (const std::string& x : s.argv) h.add(x).add_u64(x.size());
@@ -252,6 +273,7 @@ std::vector<BuildResult> build_all(const std::vector<tracks::Artifact>& as, cons
     }
   };
   std::vector<std::thread> ts;
+  ts.reserve(static_cast<size_t>(jobs));
   for (int j = 0; j < jobs; ++j) ts.emplace_back(worker);
   for (std::thread& t : ts) t.join();
   if (error) std::rethrow_exception(error);

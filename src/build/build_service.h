@@ -31,19 +31,19 @@ std::string_view status_name(BuildStatus s);  // "ok", "compile-error", "timeout
 struct BuildResult {
   BuildStatus status = BuildStatus::Ok;
   bool ok() const { return status == BuildStatus::Ok; }
-  std::string hash;                    // content hash of the artifact and its tools
-  std::filesystem::path directory;     // cache_dir()/build/<hash>
-  std::filesystem::path library;       // the built shared object (valid when ok)
-  bool cache_hit = false;              // served from the cache: no tool ran
-  double seconds = 0;                  // wall time of this call
-  std::vector<Diagnostic> diagnostics; // errors first, then warnings and notes
-  std::string log;                     // combined tool output (trimmed to 64 KiB)
-  std::string failure;                 // one line: what failed ("step 'compile' exited with 1", ...)
+  std::string hash;                     // content hash of the artifact and its tools
+  std::filesystem::path directory;      // cache_dir()/build/<hash>
+  std::filesystem::path library;        // the built shared object (valid when ok)
+  bool cache_hit = false;               // served from the cache: no tool ran
+  double seconds = 0;                   // wall time of this call
+  std::vector<Diagnostic> diagnostics;  // errors first, then warnings and notes
+  std::string log;                      // combined tool output (trimmed to 64 KiB)
+  std::string failure;                  // one line: what failed ("step 'compile' exited with 1", ...)
 };
 
 struct BuildOptions {
-  double step_timeout_s = 180;  // per step
-  int jobs = 0;                 // build_all: parallel builds; 0 = all usable cores
+  double step_timeout_s = 180;                     // per step
+  int jobs = 0;                                    // build_all: parallel builds; 0 = all usable cores
   std::function<void(std::string_view)> progress;  // told "built <op>/<track> (1.2 s)" etc.
 };
 

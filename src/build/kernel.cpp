@@ -31,7 +31,8 @@ Kernel::Kernel(Kernel&& o) noexcept : handle_(o.handle_), fn_(o.fn_) {
   o.fn_ = nullptr;
 }
 
-int Kernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const std::vector<double>& params) const {
+int Kernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                const std::vector<double>& params) const {
   std::vector<cake_tensor> in, out;
   for (const Tensor& t : inputs) in.push_back(t.abi());
   for (const Tensor& t : outputs) out.push_back(t.abi());
@@ -43,13 +44,17 @@ std::vector<Tensor> run_case(const Kernel& k, const CheckedContract& c, const ca
   const std::vector<Tensor> in = cases::make_inputs(c, kc);
   std::vector<Tensor> out = cases::make_outputs(c, kc);
   for (Tensor& t : out) {  // a kernel that skips an element must not pass by luck
-    if (is_float(t.dtype()))
+    if (is_float(t.dtype())) {
       for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::numeric_limits<double>::quiet_NaN());
-    else
+    } else {
       std::memset(t.data(), 0x5a, t.nbytes());
+    }
   }
   const int rc = k.run(in, out, cases::kernel_params(c, kc));
-  if (rc != 0) throw Error("kernel returned status " + std::to_string(rc) + " on case " + kc.id() + " (" + kc.describe() + ")");
+  if (rc != 0) {
+    throw Error("kernel returned status " + std::to_string(rc) + " on case " + kc.id() + " (" +
+                kc.describe() + ")");
+  }
   return out;
 }
 

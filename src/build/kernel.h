@@ -24,7 +24,8 @@ class Kernel {
   Kernel(Kernel&& o) noexcept;
 
   // Calls the kernel on the tensors; returns its status code (0 = success).
-  int run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, const std::vector<double>& params) const;
+  int run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+          const std::vector<double>& params) const;
   cake_run_fn fn() const { return fn_; }
 
  private:

@@ -19,6 +19,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   ProcessResult r;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 

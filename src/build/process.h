@@ -9,10 +9,10 @@
 namespace cake::build {
 
 struct ProcessResult {
-  bool started = false;   // false: the program was not found or could not be executed
+  bool started = false;  // false: the program was not found or could not be executed
   bool timed_out = false;
-  int exit_code = -1;     // valid when it exited
-  int signal = 0;         // the signal that ended it, 0 if none
+  int exit_code = -1;  // valid when it exited
+  int signal = 0;      // the signal that ended it, 0 if none
   double seconds = 0;
 };
 

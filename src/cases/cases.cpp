@@ -40,27 +40,38 @@ double eval_arg(const te::Expr& e, const std::vector<int64_t>& sizes, const std:
   using te::ExprKind;
   using te::Op;
   switch (e.kind) {
-    case ExprKind::Number: return e.number;
-    case ExprKind::Size: return static_cast<double>(sizes[static_cast<size_t>(e.slot)]);
-    case ExprKind::Param: return params[static_cast<size_t>(e.slot)];
-    case ExprKind::Unary: return -eval_arg(*e.args[0], sizes, params);
+    case ExprKind::Number:
+      return e.number;
+    case ExprKind::Size:
+      return static_cast<double>(sizes[static_cast<size_t>(e.slot)]);
+    case ExprKind::Param:
+      return params[static_cast<size_t>(e.slot)];
+    case ExprKind::Unary:
+      return -eval_arg(*e.args[0], sizes, params);
     case ExprKind::Binary: {
       double a = eval_arg(*e.args[0], sizes, params), b = eval_arg(*e.args[1], sizes, params);
       bool ints = e.type == te::Type::Int;
       switch (e.op) {
-        case Op::Add: return a + b;
-        case Op::Sub: return a - b;
-        case Op::Mul: return a * b;
-        case Op::Div: return ints ? std::floor(a / b) : a / b;
-        case Op::Mod: return a - std::floor(a / b) * b;
-        default: return 0;
+        case Op::Add:
+          return a + b;
+        case Op::Sub:
+          return a - b;
+        case Op::Mul:
+          return a * b;
+        case Op::Div:
+          return ints ? std::floor(a / b) : a / b;
+        case Op::Mod:
+          return a - std::floor(a / b) * b;
+        default:
+          return 0;
       }
     }
     case ExprKind::Call: {
       double a = eval_arg(*e.args[0], sizes, params), b = eval_arg(*e.args[1], sizes, params);
       return e.fn == te::Fn::Min ? std::min(a, b) : std::max(a, b);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -137,10 +148,16 @@ class Generator {
       k.set = set_;
       k.index = i;
       k.dtype = dts[static_cast<size_t>(i) % dts.size()];
-      for (size_t o = 0; o < free_.size(); ++o) k.free[c_.sizes[static_cast<size_t>(free_[o])].name] = picks[static_cast<size_t>(i)][o];
+      for (size_t o = 0; o < free_.size(); ++o)
+        k.free[c_.sizes[static_cast<size_t>(free_[o])].name] = picks[static_cast<size_t>(i)][o];
       k.sizes = evaluate_sizes(c_, k.free);
       k.params = params_;
-      k.seed = Hasher().add(c_.hash).add(set_name(set_)).add_u64(rule_set_->seed).add_u64(static_cast<uint64_t>(i)).digest();
+      k.seed = Hasher()
+                   .add(c_.hash)
+                   .add(set_name(set_))
+                   .add_u64(rule_set_->seed)
+                   .add_u64(static_cast<uint64_t>(i))
+                   .digest();
       out.push_back(std::move(k));
     }
     return out;
@@ -193,7 +210,8 @@ class Generator {
     int64_t lo = r.lo, hi = r.hi;
     if (u < 0.08) return std::max<int64_t>(lo, std::min<int64_t>(1, hi));
     if (u < 0.14) return hi;
-    double l0 = std::log(static_cast<double>(std::max<int64_t>(lo, 1))), l1 = std::log(static_cast<double>(std::max<int64_t>(hi, 1)));
+    double l0 = std::log(static_cast<double>(std::max<int64_t>(lo, 1))),
+           l1 = std::log(static_cast<double>(std::max<int64_t>(hi, 1)));
     int64_t v = static_cast<int64_t>(std::llround(std::exp(l0 + (l1 - l0) * rng.uniform01())));
     v = std::clamp(v, lo, hi);
     if (u < 0.30) {  // a prime at or below v
@@ -226,7 +244,8 @@ class Generator {
     Case k;
     k.sizes = sizes;
     k.params = params_;
-    return case_bytes(c_, k) <= c_.contract.limits.max_bytes && case_flops(c_, k) <= c_.contract.limits.max_flops;
+    return case_bytes(c_, k) <= c_.contract.limits.max_bytes &&
+           case_flops(c_, k) <= c_.contract.limits.max_flops;
   }
 
   // Shrinks a over-limit assignment, largest symbol first, to the next smaller allowed value.
@@ -254,7 +273,8 @@ class Generator {
         for (size_t o = 0; o < a.size() && !moved; ++o) {
           const ShapeRule& ro = *rules_[o];
           int64_t n2 = -1;
-          if (ro.is_range) n2 = a[o] * 3 / 4 >= ro.lo && a[o] * 3 / 4 < a[o] ? a[o] * 3 / 4 : -1;
+          if (ro.is_range)
+            n2 = a[o] * 3 / 4 >= ro.lo && a[o] * 3 / 4 < a[o] ? a[o] * 3 / 4 : -1;
           else
             for (int64_t v : ro.values)
               if (v < a[o] && v > n2) n2 = v;
@@ -276,8 +296,13 @@ class Generator {
 double expr_cost(const te::Expr& e, const std::vector<int64_t>& sizes, const std::vector<double>& dom_ext) {
   double c = 0;
   switch (e.kind) {
-    case te::ExprKind::Binary: case te::ExprKind::Unary: case te::ExprKind::Call: c = 1; break;
-    default: break;
+    case te::ExprKind::Binary:
+    case te::ExprKind::Unary:
+    case te::ExprKind::Call:
+      c = 1;
+      break;
+    default:
+      break;
   }
   if (e.kind == te::ExprKind::Reduce) {
     double iters = 1;
@@ -314,9 +339,13 @@ double expr_cost(const te::Expr& e, const std::vector<int64_t>& sizes, const std
 
 }  // namespace
 
-std::string_view set_name(Set s) { return s == Set::Standard ? "standard" : "hidden"; }
+std::string_view set_name(Set s) {
+  return s == Set::Standard ? "standard" : "hidden";
+}
 
-std::string Case::id() const { return std::string(set_name(set)) + "/" + std::to_string(index); }
+std::string Case::id() const {
+  return std::string(set_name(set)) + "/" + std::to_string(index);
+}
 
 std::string Case::describe() const {
   std::string s(dtype_name(dtype));
@@ -324,7 +353,9 @@ std::string Case::describe() const {
   return s;
 }
 
-std::vector<Case> make_cases(const CheckedContract& c, Set set) { return Generator(c, set).make(); }
+std::vector<Case> make_cases(const CheckedContract& c, Set set) {
+  return Generator(c, set).make();
+}
 
 double case_bytes(const CheckedContract& c, const Case& k) {
   double b = 0;
@@ -363,8 +394,9 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k) {
     for (const auto& v : c.contract.values)
       if (v.tensor == ti.name) rule = &v;
     std::vector<double> args;
-    Distribution dist = is_float(dt) ? Distribution::Normal : dt == DType::boolean ? Distribution::Bernoulli
-                                                                                   : Distribution::RandInt;
+    Distribution dist = is_float(dt)           ? Distribution::Normal
+                        : dt == DType::boolean ? Distribution::Bernoulli
+                                               : Distribution::RandInt;
     if (rule) {
       dist = rule->dist;
       for (const auto& a : rule->args) args.push_back(eval_arg(*a, k.sizes, k.params));
@@ -376,8 +408,8 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k) {
       args = {-8.0, 8.0};
     }
     if (dist == Distribution::RandInt && std::ceil(args[1]) <= std::ceil(args[0]))
-      throw Error(c.contract.file + ": randint range for '" + ti.name + "' is empty in case " + k.id() + " (" +
-                  k.describe() + ")");
+      throw Error(c.contract.file + ": randint range for '" + ti.name + "' is empty in case " + k.id() +
+                  " (" + k.describe() + ")");
     // Values come in chunks, each from its own counter-based stream: deterministic and parallel.
     const uint64_t stream = Hasher().add_u64(k.seed).add(ti.name).digest();
     const int64_t n = t.numel();
@@ -398,14 +430,21 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k) {
             if (i + 1 < hi) vals[static_cast<size_t>(++i)] = args[0] + r * std::sin(a);
             continue;
           }
-          case Distribution::Uniform: v = args[0] + (args[1] - args[0]) * rng.uniform01(); break;
+          case Distribution::Uniform:
+            v = args[0] + (args[1] - args[0]) * rng.uniform01();
+            break;
           case Distribution::RandInt: {
-            int64_t a = static_cast<int64_t>(std::ceil(args[0])), b = static_cast<int64_t>(std::ceil(args[1]));
+            int64_t a = static_cast<int64_t>(std::ceil(args[0])),
+                    b = static_cast<int64_t>(std::ceil(args[1]));
             v = static_cast<double>(a + rng.below(b - a));
             break;
           }
-          case Distribution::Bernoulli: v = rng.uniform01() < args[0] ? 1.0 : 0.0; break;
-          case Distribution::Constant: v = args[0]; break;
+          case Distribution::Bernoulli:
+            v = rng.uniform01() < args[0] ? 1.0 : 0.0;
+            break;
+          case Distribution::Constant:
+            v = args[0];
+            break;
         }
         vals[static_cast<size_t>(i)] = v;
       }
@@ -438,14 +477,16 @@ std::vector<double> kernel_params(const CheckedContract& c, const Case& k) {
 
 namespace cake::cases {
 
-Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype, uint64_t seed) {
+Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype,
+               uint64_t seed) {
   Case k;
   k.set = Set::Standard;
   k.index = -1;
   k.dtype = dtype;
   k.free = free;
   for (const SizeInfo& z : c.sizes)
-    if (z.free && !free.count(z.name)) throw Error("make_case: no value for size '" + z.name + "' of " + c.contract.name);
+    if (z.free && !free.count(z.name))
+      throw Error("make_case: no value for size '" + z.name + "' of " + c.contract.name);
   k.sizes = evaluate_sizes(c, k.free);
   for (const ParamDecl& p : c.contract.params) k.params.push_back(p.value);
   k.seed = seed;

@@ -17,14 +17,14 @@ std::string_view set_name(Set s);
 
 struct Case {
   Set set = Set::Standard;
-  int index = 0;                          // position in its set
-  DType dtype = DType::f32;               // the operator dtype of this case
-  std::map<std::string, int64_t> free;    // free size symbols
-  std::vector<int64_t> sizes;             // every size symbol by slot (free and derived)
-  std::vector<double> params;             // in the contract's params order
-  uint64_t seed = 0;                      // drives the input values
-  std::string id() const;                 // "standard/3"
-  std::string describe() const;           // "f32 N=64 D=127"
+  int index = 0;                        // position in its set
+  DType dtype = DType::f32;             // the operator dtype of this case
+  std::map<std::string, int64_t> free;  // free size symbols
+  std::vector<int64_t> sizes;           // every size symbol by slot (free and derived)
+  std::vector<double> params;           // in the contract's params order
+  uint64_t seed = 0;                    // drives the input values
+  std::string id() const;               // "standard/3"
+  std::string describe() const;         // "f32 N=64 D=127"
 };
 
 // The case set; count, seed and shapes from the contract (standard 20 / hidden 80 by default).
@@ -39,7 +39,8 @@ std::vector<Tensor> make_inputs(const CheckedContract& c, const Case& k);
 std::vector<Tensor> make_outputs(const CheckedContract& c, const Case& k);
 
 // One case outside the sets (benchmarks, a user's own shape): every free size must be given.
-Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype, uint64_t seed = 1);
+Case make_case(const CheckedContract& c, const std::map<std::string, int64_t>& free, DType dtype,
+               uint64_t seed = 1);
 
 // The scalars a kernel receives (core/kernel_abi.h): the case's params, then every free size symbol in
 // CheckedContract::sizes order.

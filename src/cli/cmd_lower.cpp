@@ -26,7 +26,8 @@ void add_lower_command(CLI::App& app) {
     bool print = false, check = false, json = false, list_knobs = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("lower", "lower a contract with one track, build it, optionally check it");
+  CLI::App* cmd =
+      app.add_subcommand("lower", "lower a contract with one track, build it, optionally check it");
   cmd->add_option("contract", o->file, "contract file (YAML)")->required();
   cmd->add_option("--track,-t", o->track, "track name")->capture_default_str();
   cmd->add_option("--knob,-k", o->knobs, "knob assignment name=value (repeatable)");
@@ -52,7 +53,8 @@ void add_lower_command(CLI::App& app) {
       const tracks::Track* t = tracks::find_track(o->track);
       if (!t) {
         std::string names;
-        for (const tracks::Track* x : tracks::all_tracks()) names += (names.empty() ? "" : ", ") + std::string(x->name());
+        for (const tracks::Track* x : tracks::all_tracks())
+          names += (names.empty() ? "" : ", ") + std::string(x->name());
         return fail("unknown track '" + o->track + "' (tracks: " + names + ")", 2);
       }
       const target::MachineInfo m = target::describe_machine();
@@ -61,10 +63,14 @@ void add_lower_command(CLI::App& app) {
       if (!f.ok) return fail(o->track + " cannot lower " + c.contract.name + ": " + f.reason, 3);
       if (o->list_knobs) {
         const auto space = t->knobs(c, m).to_json();
-        if (o->json) std::printf("%s\n", space.dump(2).c_str());
-        else
-          for (const auto& k : space) std::printf("%-20s default %-8s %s\n", k["name"].get<std::string>().c_str(),
-                                                  k["default"].get<std::string>().c_str(), k["help"].get<std::string>().c_str());
+        if (o->json) {
+          std::printf("%s\n", space.dump(2).c_str());
+        } else {
+          for (const auto& k : space) {
+            std::printf("%-20s default %-8s %s\n", k["name"].get<std::string>().c_str(),
+                        k["default"].get<std::string>().c_str(), k["help"].get<std::string>().c_str());
+          }
+        }
         return;
       }
       tracks::Knobs req;
@@ -75,23 +81,34 @@ void add_lower_command(CLI::App& app) {
       }
       const tracks::Artifact a = t->lower(c, m, req);
       doc["knobs"] = a.knobs.to_json();
-      if (o->print && !o->json)
+      if (o->print && !o->json) {
         for (const auto& file : a.files)
           if (file.name == a.main_file) std::printf("%s\n", file.text.c_str());
+      }
       build::BuildOptions bo;
       const build::BuildResult r = build::build(a, bo);
-      doc["build"] = {{"status", build::status_name(r.status)}, {"cache_hit", r.cache_hit}, {"seconds", r.seconds},
-                      {"directory", r.directory.string()}, {"failure", r.failure}};
+      doc["build"] = {{"status", build::status_name(r.status)},
+                      {"cache_hit", r.cache_hit},
+                      {"seconds", r.seconds},
+                      {"directory", r.directory.string()},
+                      {"failure", r.failure}};
       doc["build"]["diagnostics"] = nlohmann::json::array();
-      for (const build::Diagnostic& d : r.diagnostics)
-        doc["build"]["diagnostics"].push_back(
-            {{"file", d.file}, {"line", d.line}, {"col", d.col}, {"severity", d.severity}, {"message", d.message}});
+      for (const build::Diagnostic& d : r.diagnostics) {
+        doc["build"]["diagnostics"].push_back({{"file", d.file},
+                                               {"line", d.line},
+                                               {"col", d.col},
+                                               {"severity", d.severity},
+                                               {"message", d.message}});
+      }
       if (!o->json) {
         std::fprintf(stderr, "build %s%s in %.2f s: %s\n", std::string(build::status_name(r.status)).c_str(),
                      r.cache_hit ? " (cached)" : "", r.seconds, r.directory.c_str());
-        for (const build::Diagnostic& d : r.diagnostics)
-          if (d.severity != "note")
-            std::fprintf(stderr, "  %s:%d:%d: %s: %s\n", d.file.c_str(), d.line, d.col, d.severity.c_str(), d.message.c_str());
+        for (const build::Diagnostic& d : r.diagnostics) {
+          if (d.severity != "note") {
+            std::fprintf(stderr, "  %s:%d:%d: %s: %s\n", d.file.c_str(), d.line, d.col, d.severity.c_str(),
+                         d.message.c_str());
+          }
+        }
       }
       if (!r.ok()) return fail("build failed: " + r.failure, 4);
       if (o->check) {
@@ -104,11 +121,15 @@ void add_lower_command(CLI::App& app) {
              })) {
           ++total;
           passed += co.pass ? 1 : 0;
-          doc["cases"].push_back({{"id", co.id}, {"pass", co.pass}, {"describe", co.describe}, {"detail", co.str()}});
+          doc["cases"].push_back(
+              {{"id", co.id}, {"pass", co.pass}, {"describe", co.describe}, {"detail", co.str()}});
         }
         doc["passed"] = passed;
         doc["total"] = total;
-        if (!o->json) std::printf("%s/%s: %d of %d cases pass\n", c.contract.name.c_str(), o->track.c_str(), passed, total);
+        if (!o->json) {
+          std::printf("%s/%s: %d of %d cases pass\n", c.contract.name.c_str(), o->track.c_str(), passed,
+                      total);
+        }
         set_exit_code(passed == total ? 0 : 1);
       }
       doc["ok"] = true;

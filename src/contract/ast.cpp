@@ -13,37 +13,68 @@ struct FnEntry {
   int arity;
 };
 constexpr std::array<FnEntry, 17> kFns = {{
-    {Fn::Where, "where", 3}, {Fn::Min, "min", 2},     {Fn::Max, "max", 2},       {Fn::Abs, "abs", 1},
-    {Fn::Exp, "exp", 1},     {Fn::Log, "log", 1},     {Fn::Sqrt, "sqrt", 1},     {Fn::Rsqrt, "rsqrt", 1},
-    {Fn::Tanh, "tanh", 1},   {Fn::Erf, "erf", 1},     {Fn::Sigmoid, "sigmoid", 1}, {Fn::Sin, "sin", 1},
-    {Fn::Cos, "cos", 1},     {Fn::Pow, "pow", 2},     {Fn::Floor, "floor", 1},   {Fn::Ceil, "ceil", 1},
+    {Fn::Where, "where", 3},
+    {Fn::Min, "min", 2},
+    {Fn::Max, "max", 2},
+    {Fn::Abs, "abs", 1},
+    {Fn::Exp, "exp", 1},
+    {Fn::Log, "log", 1},
+    {Fn::Sqrt, "sqrt", 1},
+    {Fn::Rsqrt, "rsqrt", 1},
+    {Fn::Tanh, "tanh", 1},
+    {Fn::Erf, "erf", 1},
+    {Fn::Sigmoid, "sigmoid", 1},
+    {Fn::Sin, "sin", 1},
+    {Fn::Cos, "cos", 1},
+    {Fn::Pow, "pow", 2},
+    {Fn::Floor, "floor", 1},
+    {Fn::Ceil, "ceil", 1},
     {Fn::Round, "round", 1},
 }};
 
 constexpr std::array<std::pair<ReduceOp, std::string_view>, 6> kReduces = {{
-    {ReduceOp::Sum, "sum"}, {ReduceOp::Max, "max"}, {ReduceOp::Min, "min"},
-    {ReduceOp::Prod, "prod"}, {ReduceOp::ArgMax, "argmax"}, {ReduceOp::ArgMin, "argmin"},
+    {ReduceOp::Sum, "sum"},
+    {ReduceOp::Max, "max"},
+    {ReduceOp::Min, "min"},
+    {ReduceOp::Prod, "prod"},
+    {ReduceOp::ArgMax, "argmax"},
+    {ReduceOp::ArgMin, "argmin"},
 }};
 
 }  // namespace
 
 std::string_view op_spelling(Op op) {
   switch (op) {
-    case Op::Neg: return "-";
-    case Op::Not: return "!";
-    case Op::Add: return "+";
-    case Op::Sub: return "-";
-    case Op::Mul: return "*";
-    case Op::Div: return "/";
-    case Op::Mod: return "%";
-    case Op::Lt: return "<";
-    case Op::Le: return "<=";
-    case Op::Gt: return ">";
-    case Op::Ge: return ">=";
-    case Op::Eq: return "==";
-    case Op::Ne: return "!=";
-    case Op::And: return "&&";
-    case Op::Or: return "||";
+    case Op::Neg:
+      return "-";
+    case Op::Not:
+      return "!";
+    case Op::Add:
+      return "+";
+    case Op::Sub:
+      return "-";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::Mod:
+      return "%";
+    case Op::Lt:
+      return "<";
+    case Op::Le:
+      return "<=";
+    case Op::Gt:
+      return ">";
+    case Op::Ge:
+      return ">=";
+    case Op::Eq:
+      return "==";
+    case Op::Ne:
+      return "!=";
+    case Op::And:
+      return "&&";
+    case Op::Or:
+      return "||";
   }
   return "?";
 }

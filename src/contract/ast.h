@@ -36,7 +36,23 @@ enum class ExprKind {
 enum class Op { Neg, Not, Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 
 enum class Fn {
-  Where, Min, Max, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Sin, Cos, Pow, Floor, Ceil, Round
+  Where,
+  Min,
+  Max,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Sin,
+  Cos,
+  Pow,
+  Floor,
+  Ceil,
+  Round
 };
 
 enum class ReduceOp { Sum, Max, Min, Prod, ArgMax, ArgMin };
@@ -60,11 +76,11 @@ struct ReduceVar {
 struct Expr {
   ExprKind kind = ExprKind::Number;
   Pos pos;
-  double number = 0;        // Number
-  bool int_literal = false; // Number written without fraction/exponent
-  std::string name;         // Name/Var/Size/Param/Read(tensor)/Call(function)
-  Op op = Op::Add;          // Unary / Binary
-  Fn fn = Fn::Where;        // Call
+  double number = 0;         // Number
+  bool int_literal = false;  // Number written without fraction/exponent
+  std::string name;          // Name/Var/Size/Param/Read(tensor)/Call(function)
+  Op op = Op::Add;           // Unary / Binary
+  Fn fn = Fn::Where;         // Call
   ReduceOp reduce = ReduceOp::Sum;
   DType cast_to = DType::f32;  // Cast
   bool padded = false;         // Read: t?[...]
@@ -82,7 +98,7 @@ struct Expr {
 // name[idx...] = rhs   or   name[idx...] += rhs
 struct Stmt {
   std::string target;
-  Pos pos;  // of the target name
+  Pos pos;                     // of the target name
   std::vector<ExprPtr> index;  // plain variables for '=', any integer expressions for '+='
   bool accumulate = false;
   ExprPtr rhs;

@@ -17,7 +17,7 @@ struct CaseOutcome {
   std::string id;        // "standard/3"
   std::string describe;  // "f32 N=64 D=127"
   bool pass = false;
-  std::string error;     // the kernel's non-zero status, or why the reference failed
+  std::string error;                // the kernel's non-zero status, or why the reference failed
   std::vector<GateResult> outputs;  // one per contract output
   std::string str() const;          // one line
 };

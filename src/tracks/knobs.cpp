@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace cake::tracks {
@@ -19,12 +21,17 @@ bool parse_int(const std::string& s, int64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 std::string allowed(const KnobSpec& k) {
-  std::string s;
   if (k.kind == KnobKind::Bool) return "true, false";
-  if (k.kind == KnobKind::Int)
-    for (int64_t v : k.values) s += (s.empty() ? "" : ", ") + std::to_string(v);
-  else
-    for (const std::string& c : k.choices) s += (s.empty() ? "" : ", ") + c;
+  std::vector<std::string> items = k.choices;
+  if (k.kind == KnobKind::Int) {
+    items.clear();
+    for (int64_t v : k.values) items.push_back(std::to_string(v));
+  }
+  std::string s;
+  for (const std::string& x : items) {
+    if (!s.empty()) s += ", ";
+    s += x;
+  }
   return s;
 }
 }  // namespace
@@ -40,11 +47,18 @@ bool Knobs::boolean(const std::string& name) const {
   if (s == "false") return false;
   throw Error("knob '" + name + "' is not a boolean: " + s);
 }
-const std::string& Knobs::choice(const std::string& name) const { return get(v_, name); }
+const std::string& Knobs::choice(const std::string& name) const {
+  return get(v_, name);
+}
 
 std::string Knobs::str() const {
   std::string s;
-  for (const auto& [k, v] : v_) s += (s.empty() ? "" : " ") + k + "=" + v;
+  for (const auto& [k, v] : v_) {
+    if (!s.empty()) s += ' ';
+    s += k;
+    s += '=';
+    s += v;
+  }
   return s;
 }
 nlohmann::json Knobs::to_json() const {
@@ -61,7 +75,8 @@ Knobs Knobs::from_json(const nlohmann::json& j) {
 
 KnobSpace& KnobSpace::add_int(std::string name, std::vector<int64_t> values, int64_t def, std::string help) {
   std::sort(values.begin(), values.end());
-  specs_.push_back({std::move(name), KnobKind::Int, std::move(help), std::move(values), {}, std::to_string(def)});
+  specs_.push_back(
+      {std::move(name), KnobKind::Int, std::move(help), std::move(values), {}, std::to_string(def)});
   return *this;
 }
 KnobSpace& KnobSpace::add_bool(std::string name, bool def, std::string help) {
@@ -70,7 +85,8 @@ KnobSpace& KnobSpace::add_bool(std::string name, bool def, std::string help) {
 }
 KnobSpace& KnobSpace::add_choice(std::string name, std::vector<std::string> choices, std::string def,
                                  std::string help) {
-  specs_.push_back({std::move(name), KnobKind::Choice, std::move(help), {}, std::move(choices), std::move(def)});
+  specs_.push_back(
+      {std::move(name), KnobKind::Choice, std::move(help), {}, std::move(choices), std::move(def)});
   return *this;
 }
 
@@ -91,8 +107,11 @@ Knobs KnobSpace::resolve(const Knobs& partial) const {
     const KnobSpec* s = find(name);
     if (!s) {
       std::string names;
-      for (const KnobSpec& k : specs_) names += (names.empty() ? "" : ", ") + k.name;
-      throw Error("unknown knob '" + name + "' (this track's knobs: " + names + ")");
+      for (const KnobSpec& k : specs_) {
+        if (!names.empty()) names += ", ";
+        names += k.name;
+      }
+      throw Error(fmt::format("unknown knob '{}' (this track's knobs: {})", name, names));
     }
     bool ok = false;
     int64_t iv = 0;
@@ -100,10 +119,15 @@ Knobs KnobSpace::resolve(const Knobs& partial) const {
       case KnobKind::Int:
         ok = parse_int(v, iv) && std::find(s->values.begin(), s->values.end(), iv) != s->values.end();
         break;
-      case KnobKind::Bool: ok = v == "true" || v == "false"; break;
-      case KnobKind::Choice: ok = std::find(s->choices.begin(), s->choices.end(), v) != s->choices.end(); break;
+      case KnobKind::Bool:
+        ok = v == "true" || v == "false";
+        break;
+      case KnobKind::Choice:
+        ok = std::find(s->choices.begin(), s->choices.end(), v) != s->choices.end();
+        break;
     }
-    if (!ok) throw Error("knob '" + name + "' = '" + v + "' is outside its space (allowed: " + allowed(*s) + ")");
+    if (!ok)
+      throw Error(fmt::format("knob '{}' = '{}' is outside its space (allowed: {})", name, v, allowed(*s)));
   }
   Knobs k = defaults();
   for (const auto& [name, v] : partial.values()) k.set(name, v);

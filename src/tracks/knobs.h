@@ -50,7 +50,8 @@ class KnobSpace {
  public:
   KnobSpace& add_int(std::string name, std::vector<int64_t> values, int64_t def, std::string help);
   KnobSpace& add_bool(std::string name, bool def, std::string help);
-  KnobSpace& add_choice(std::string name, std::vector<std::string> choices, std::string def, std::string help);
+  KnobSpace& add_choice(std::string name, std::vector<std::string> choices, std::string def,
+                        std::string help);
 
   const std::vector<KnobSpec>& specs() const { return specs_; }
   const KnobSpec* find(const std::string& name) const;

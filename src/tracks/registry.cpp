@@ -27,7 +27,9 @@ const std::vector<const Track*>& registry() {
 }
 }  // namespace
 
-std::span<const Track* const> all_tracks() { return registry(); }
+std::span<const Track* const> all_tracks() {
+  return registry();
+}
 
 const Track* find_track(std::string_view name) {
   for (const Track* t : registry())

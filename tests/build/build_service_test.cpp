@@ -126,7 +126,8 @@ TEST_F(BuildService, MissingToolIsNamed) {
 
 TEST_F(BuildService, ParallelBuildsKeepTheirOrder) {
   std::vector<tracks::Artifact> as;
-  for (int i = 0; i < 3; ++i) as.push_back(tiny(std::string(kGood) + "int v" + std::to_string(i) + ";\n", "par" + std::to_string(i)));
+  for (int i = 0; i < 3; ++i)
+    as.push_back(tiny(std::string(kGood) + "int v" + std::to_string(i) + ";\n", "par" + std::to_string(i)));
   as.push_back(tiny("oops\n", "par-broken"));
   BuildOptions o;
   o.jobs = 2;

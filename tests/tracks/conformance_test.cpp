@@ -57,8 +57,10 @@ TEST_P(Conformance, StandardCasesPassTheGate) {
   std::string failures;
   for (const eval::CaseOutcome& o : eval::check_kernel(k, c, cases::Set::Standard)) {
     ++total;
-    if (o.pass) ++passed;
-    else failures += o.str() + "\n";
+    if (o.pass)
+      ++passed;
+    else
+      failures += o.str() + "\n";
   }
   EXPECT_EQ(passed, total) << op << "/" << track_name << " (" << a.knobs.str() << ")\n" << failures;
   EXPECT_EQ(total, c.contract.standard.count);
@@ -72,7 +74,9 @@ std::vector<Pair> pairs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, Conformance, ::testing::ValuesIn(pairs()),
-                         [](const ::testing::TestParamInfo<Pair>& p) { return p.param.op + "_" + p.param.track; });
+                         [](const ::testing::TestParamInfo<Pair>& p) {
+                           return p.param.op + "_" + p.param.track;
+                         });
 
 // Every operator has a feasible track; level 1 and 2 operators two; the five named in the issue all of them.
 TEST(Coverage, EveryOperatorHasEnoughFeasibleTracks) {
@@ -84,8 +88,10 @@ TEST(Coverage, EveryOperatorHasEnoughFeasibleTracks) {
     std::string why;
     for (const tracks::Track* t : tracks::all_tracks()) {
       const tracks::Feasibility f = t->feasible(c, machine());
-      if (f.ok) ++feasible;
-      else why += std::string(t->name()) + ": " + f.reason + "; ";
+      if (f.ok)
+        ++feasible;
+      else
+        why += std::string(t->name()) + ": " + f.reason + "; ";
     }
     EXPECT_GE(feasible, 1u) << op << ": " << why;
     if (c.contract.level <= 2) EXPECT_GE(feasible, std::min<size_t>(2, n_tracks)) << op << ": " << why;

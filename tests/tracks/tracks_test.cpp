@@ -26,7 +26,9 @@ TEST(Registry, NamesAreUniqueAndFindable) {
 
 TEST(Knobs, ResolveFillsDefaultsAndRejectsValuesOutsideTheSpace) {
   KnobSpace s;
-  s.add_int("tile", {8, 16, 32}, 16, "tile size").add_bool("fast", false, "fast math").add_choice("mode", {"a", "b"}, "a", "mode");
+  s.add_int("tile", {8, 16, 32}, 16, "tile size")
+      .add_bool("fast", false, "fast math")
+      .add_choice("mode", {"a", "b"}, "a", "mode");
   const Knobs d = s.resolve({});
   EXPECT_EQ(d.integer("tile"), 16);
   EXPECT_FALSE(d.boolean("fast"));

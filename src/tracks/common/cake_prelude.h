@@ -20,8 +20,12 @@ static inline int64_t cake_floormod(int64_t a, int64_t b) {
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
   return m;
 }
-static inline int64_t cake_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t cake_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t cake_min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static inline int64_t cake_max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
 
 static inline float cake_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
@@ -42,8 +46,10 @@ static inline float cake_f16_to_f32(uint16_t h) {
     float r = (float)m * 5.9604644775390625e-8f; /* m * 2^-24 */
     return sign ? -r : r;
   }
-  if (e == 31) u = sign | 0x7f800000u | (m << 13);
-  else u = sign | ((e + 112u) << 23) | (m << 13);
+  if (e == 31)
+    u = sign | 0x7f800000u | (m << 13);
+  else
+    u = sign | ((e + 112u) << 23) | (m << 13);
   float f;
   memcpy(&f, &u, 4);
   return f;
@@ -55,7 +61,7 @@ static inline uint16_t cake_f32_to_f16(float f) {
   uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
   if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: infinity */
-  if (a < 0x38800000u) {                                    /* below 2^-14: subnormal or zero */
+  if (a < 0x38800000u) {                                   /* below 2^-14: subnormal or zero */
     float af;
     memcpy(&af, &a, 4);
     return (uint16_t)(sign | (uint16_t)nearbyintf(af * 16777216.0f)); /* exact scaling by 2^24 */
@@ -69,8 +75,12 @@ static inline double cake_trunc_sat(double v, double lo, double hi) {
   v = trunc(v);
   return v < lo ? lo : (v > hi ? hi : v);
 }
-static inline int8_t cake_to_i8(double v) { return (int8_t)cake_trunc_sat(v, -128.0, 127.0); }
-static inline int32_t cake_to_i32(double v) { return (int32_t)cake_trunc_sat(v, -2147483648.0, 2147483647.0); }
+static inline int8_t cake_to_i8(double v) {
+  return (int8_t)cake_trunc_sat(v, -128.0, 127.0);
+}
+static inline int32_t cake_to_i32(double v) {
+  return (int32_t)cake_trunc_sat(v, -2147483648.0, 2147483647.0);
+}
 static inline int64_t cake_to_i64(double v) {
   return (int64_t)cake_trunc_sat(v, -9.2233720368547758e18, 9.2233720368547748e18);
 }

@@ -12,19 +12,34 @@ extern const char* const cake_prelude_h;
 
 namespace cake::tracks {
 
-std::string size_id(const std::string& name) { return "s_" + name; }
-std::string tensor_id(const std::string& name) { return "t_" + name; }
-std::string var_id(const std::string& name) { return "v_" + name; }
-std::string param_id(const std::string& name) { return "p_" + name; }
+std::string size_id(const std::string& name) {
+  return "s_" + name;
+}
+std::string tensor_id(const std::string& name) {
+  return "t_" + name;
+}
+std::string var_id(const std::string& name) {
+  return "v_" + name;
+}
+std::string param_id(const std::string& name) {
+  return "p_" + name;
+}
 
 std::string storage_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: case DType::bf16: return "uint16_t";
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::i8: return "int8_t";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "float";
+    case DType::f16:
+    case DType::bf16:
+      return "uint16_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i64:
+      return "int64_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::boolean:
+      return "bool";
   }
   return "float";
 }
@@ -33,31 +48,43 @@ std::string emit_size_expr(const te::Expr& e) {
   using te::ExprKind;
   using te::Op;
   switch (e.kind) {
-    case ExprKind::Number: return fmt::format("INT64_C({})", static_cast<int64_t>(e.number));
-    case ExprKind::Size: return size_id(e.name);
+    case ExprKind::Number:
+      return fmt::format("INT64_C({})", static_cast<int64_t>(e.number));
+    case ExprKind::Size:
+      return size_id(e.name);
     case ExprKind::Unary:
       if (e.op == Op::Neg) return "(-" + emit_size_expr(*e.args[0]) + ")";
       break;
     case ExprKind::Binary: {
       const std::string a = emit_size_expr(*e.args[0]), b = emit_size_expr(*e.args[1]);
       switch (e.op) {
-        case Op::Add: return "(" + a + " + " + b + ")";
-        case Op::Sub: return "(" + a + " - " + b + ")";
-        case Op::Mul: return "(" + a + " * " + b + ")";
-        case Op::Div: return "cake_floordiv(" + a + ", " + b + ")";
-        case Op::Mod: return "cake_floormod(" + a + ", " + b + ")";
-        default: break;
+        case Op::Add:
+          return "(" + a + " + " + b + ")";
+        case Op::Sub:
+          return "(" + a + " - " + b + ")";
+        case Op::Mul:
+          return "(" + a + " * " + b + ")";
+        case Op::Div:
+          return "cake_floordiv(" + a + ", " + b + ")";
+        case Op::Mod:
+          return "cake_floormod(" + a + ", " + b + ")";
+        default:
+          break;
       }
       break;
     }
     case ExprKind::Call:
-      if (e.fn == te::Fn::Min) return "cake_min64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
-      if (e.fn == te::Fn::Max) return "cake_max64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
+      if (e.fn == te::Fn::Min)
+        return "cake_min64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
+      if (e.fn == te::Fn::Max)
+        return "cake_max64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
       break;
-    default: break;
+    default:
+      break;
   }
-  throw Error(fmt::format("line {}:{}: this size expression cannot be lowered to C (only + - * / % min max over sizes)",
-                          e.pos.line, e.pos.col));
+  throw Error(fmt::format(
+      "line {}:{}: this size expression cannot be lowered to C (only + - * / % min max over sizes)",
+      e.pos.line, e.pos.col));
 }
 
 std::string emit_abi_prologue(const CheckedContract& c) {
@@ -66,10 +93,12 @@ std::string emit_abi_prologue(const CheckedContract& c) {
   int n_free = 0;
   for (const SizeInfo& z : c.sizes) n_free += z.free ? 1 : 0;
   const size_t n_params = k.params.size();
-  s += fmt::format("  if (n_in != {} || n_out != {} || n_params < {} || !in || !out || (n_params > 0 && !params))\n"
-                   "    return CAKE_ERR_ARGS;\n",
-                   k.inputs.size(), k.outputs.size(), n_params + static_cast<size_t>(n_free));
-  for (size_t i = 0; i < n_params; ++i) s += fmt::format("  const double {} = params[{}];\n", param_id(k.params[i].name), i);
+  s += fmt::format(
+      "  if (n_in != {} || n_out != {} || n_params < {} || !in || !out || (n_params > 0 && !params))\n"
+      "    return CAKE_ERR_ARGS;\n",
+      k.inputs.size(), k.outputs.size(), n_params + static_cast<size_t>(n_free));
+  for (size_t i = 0; i < n_params; ++i)
+    s += fmt::format("  const double {} = params[{}];\n", param_id(k.params[i].name), i);
   size_t slot = n_params;
   for (const SizeInfo& z : c.sizes) {
     if (z.free) {
@@ -87,16 +116,19 @@ std::string emit_abi_prologue(const CheckedContract& c) {
   }
   s += fmt::format("  const int32_t op_dtype = {};\n", op_dtype);
   std::string allowed;
-  for (DType d : k.dtypes) allowed += fmt::format("{}op_dtype != {}", allowed.empty() ? "" : " && ", static_cast<int>(d));
+  for (DType d : k.dtypes)
+    allowed += fmt::format("{}op_dtype != {}", allowed.empty() ? "" : " && ", static_cast<int>(d));
   s += fmt::format("  if ({}) return CAKE_ERR_DTYPE;\n", allowed);
   for (const TensorInfo& t : c.tensors) {
     if (t.role == TensorRole::Intermediate) continue;
     std::string dims;
     for (const te::ExprPtr& d : t.dims) dims += emit_size_expr(*d) + ", ";
-    const std::string dtype = t.fixed_dtype ? fmt::format("{}", static_cast<int>(*t.fixed_dtype)) : "op_dtype";
-    s += fmt::format("  {{ /* {} */\n    const int64_t shape[] = {{{}0}};\n"
-                     "    const int e = cake_check_tensor(&{}[{}], {}, {}, shape);\n    if (e) return e;\n  }}\n",
-                     t.name, dims, t.role == TensorRole::Input ? "in" : "out", t.index, dtype, t.dims.size());
+    const std::string dtype =
+        t.fixed_dtype ? fmt::format("{}", static_cast<int>(*t.fixed_dtype)) : "op_dtype";
+    s += fmt::format(
+        "  {{ /* {} */\n    const int64_t shape[] = {{{}0}};\n"
+        "    const int e = cake_check_tensor(&{}[{}], {}, {}, shape);\n    if (e) return e;\n  }}\n",
+        t.name, dims, t.role == TensorRole::Input ? "in" : "out", t.index, dtype, t.dims.size());
   }
   return s;
 }

@@ -29,7 +29,9 @@ using te::Stmt;
 
 enum class HT { I32, Bool, F32, F64 };
 
-bool is_float(HT t) { return t == HT::F32 || t == HT::F64; }
+bool is_float(HT t) {
+  return t == HT::F32 || t == HT::F64;
+}
 
 struct HE {
   std::string s;
@@ -40,17 +42,22 @@ struct HE {
 
 std::string ctype(HT t) {
   switch (t) {
-    case HT::I32: return "int32_t";
-    case HT::Bool: return "bool";
-    case HT::F32: return "float";
-    case HT::F64: return "double";
+    case HT::I32:
+      return "int32_t";
+    case HT::Bool:
+      return "bool";
+    case HT::F32:
+      return "float";
+    case HT::F64:
+      return "double";
   }
   return "float";
 }
 
 std::string float_lit(double v, HT t) {
   if (std::isinf(v)) {
-    std::string inf = t == HT::F64 ? "std::numeric_limits<double>::infinity()" : "std::numeric_limits<float>::infinity()";
+    std::string inf =
+        t == HT::F64 ? "std::numeric_limits<double>::infinity()" : "std::numeric_limits<float>::infinity()";
     return v < 0 ? "Expr(-" + inf + ")" : "Expr(" + inf + ")";
   }
   if (t == HT::F64) return fmt::format("Expr({:.17e})", v);
@@ -66,15 +73,27 @@ HE conv(const HE& e, HT to) {
   }
   if (e.t == to) return e;
   if (to == HT::Bool) return {"(" + e.s + " != " + conv(HE{"", HT::I32, true, 0}, e.t).s + ")", to};
-  if (e.t == HT::Bool) return {fmt::format("select({}, {}, {})", e.s, conv({"", to, true, 1}, to).s, conv({"", to, true, 0}, to).s), to};
+  if (e.t == HT::Bool) {
+    return {
+        fmt::format("select({}, {}, {})", e.s, conv({"", to, true, 1}, to).s, conv({"", to, true, 0}, to).s),
+        to};
+  }
   return {"cast<" + ctype(to) + ">(" + e.s + ")", to};
 }
 
 bool transcendental(Fn f) {
   switch (f) {
-    case Fn::Exp: case Fn::Log: case Fn::Tanh: case Fn::Erf: case Fn::Sigmoid: case Fn::Sin: case Fn::Cos:
-    case Fn::Pow: return true;
-    default: return false;
+    case Fn::Exp:
+    case Fn::Log:
+    case Fn::Tanh:
+    case Fn::Erf:
+    case Fn::Sigmoid:
+    case Fn::Sin:
+    case Fn::Cos:
+    case Fn::Pow:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -125,13 +144,13 @@ struct FuncRec {
   int n_updates = 0;
   // Reduce
   RClass rclass = RClass::Serial;
-  std::string xvar, yvar;            // Vec: vectorized and reuse pure variables
-  std::string part;                  // Lane: the partial-result Func
-  std::string rdom;                  // the main RDom
+  std::string xvar, yvar;  // Vec: vectorized and reuse pure variables
+  std::string part;        // Lane: the partial-result Func
+  std::string rdom;        // the main RDom
   int n_rvars = 0;
-  bool tile_candidate = false;       // a Vec reduction of an output's own statement along its last variable
-  std::string tile_output;           // ... and that output
-  std::string work;                  // Halide text: elements of work per row (task sizing)
+  bool tile_candidate = false;  // a Vec reduction of an output's own statement along its last variable
+  std::string tile_output;      // ... and that output
+  std::string work;             // Halide text: elements of work per row (task sizing)
   // Scatter: RVar expression that may be vectorized (appears bare as the target's last index)
   std::string scatter_vec_rvar;
   std::vector<std::string> scatter_rvars;  // all RDom components, innermost first
@@ -143,10 +162,10 @@ struct FuncRec {
 };
 
 struct Env {
-  std::map<int, std::string> var;  // slot -> Halide expression of the variable
+  std::map<int, std::string> var;                            // slot -> Halide expression of the variable
   std::map<int, std::pair<std::string, std::string>> range;  // slot -> inclusive [lo, hi] as Halide text
   HT ft = HT::F32;
-  bool safe = false;  // read inputs through boundary-safe views
+  bool safe = false;         // read inputs through boundary-safe views
   std::set<int> transposed;  // input tensor ids read through transposed views
 };
 
@@ -170,8 +189,8 @@ class Lowerer {
   bool manual_ = true;
   int vw_ = 16;
   bool accum64_ = true;
-  HT stmt_ft_ = HT::F32;          // float type of statement arithmetic
-  std::map<int, HT> stmt_ht_;     // non-input tensor -> type of its Func
+  HT stmt_ft_ = HT::F32;       // float type of statement arithmetic
+  std::map<int, HT> stmt_ht_;  // non-input tensor -> type of its Func
 
   std::string decl_;   // Func / Var / RDom declarations
   std::string algo_;   // definitions
@@ -182,14 +201,15 @@ class Lowerer {
   std::set<std::string> views_;  // view Funcs defined so far
   int n_red_ = 0;
   const Stmt* stmt_ = nullptr;
-  std::string cur_;  // the Func being defined (for producer edges)
-  std::map<int, std::string> tensor_func_;  // non-input tensor -> its Func
+  std::string cur_;                                      // the Func being defined (for producer edges)
+  std::map<int, std::string> tensor_func_;               // non-input tensor -> its Func
   std::map<int, std::vector<std::string>> tensor_vars_;  // output tensor -> vars of its Func
   std::map<int, bool> defined_;
   std::map<std::string, std::pair<int, std::string>> pad_of_;  // px views: (tensor, pad value)
   std::map<int, HT> scatter_type_;
-  std::map<int, std::string> transpose_inner_;  // transposed input -> the dim stored innermost                             // `+=` targets: accumulator type
-  std::set<std::string> svars_, srvars_;                       // Vars / RVars the schedule introduces
+  std::map<int, std::string> transpose_inner_;  // transposed input -> the dim stored innermost // `+=`
+                                                // targets: accumulator type
+  std::set<std::string> svars_, srvars_;        // Vars / RVars the schedule introduces
   std::string sv(const std::string& n) {
     svars_.insert(n);
     return n;
@@ -221,13 +241,20 @@ class Lowerer {
   DType tensor_dtype(int id) const { return c_.tensors[static_cast<size_t>(id)].dtype_for(dt_); }
   std::string halide_type(DType t) const {
     switch (t) {
-      case DType::f32: return "Float(32)";
-      case DType::f16: return "Float(16)";
-      case DType::bf16: return "UInt(16)";  // converted with cake_bf16_to_f32 / cake_f32_to_bf16
-      case DType::i32: return "Int(32)";
-      case DType::i64: return "Int(64)";
-      case DType::i8: return "Int(8)";
-      case DType::boolean: return "UInt(8)";
+      case DType::f32:
+        return "Float(32)";
+      case DType::f16:
+        return "Float(16)";
+      case DType::bf16:
+        return "UInt(16)";  // converted with cake_bf16_to_f32 / cake_f32_to_bf16
+      case DType::i32:
+        return "Int(32)";
+      case DType::i64:
+        return "Int(64)";
+      case DType::i8:
+        return "Int(8)";
+      case DType::boolean:
+        return "UInt(8)";
     }
     return "Float(32)";
   }
@@ -243,24 +270,35 @@ class Lowerer {
   }
   std::string from_storage(const std::string& v, DType t) const {
     switch (t) {
-      case DType::f32: return v;
-      case DType::f16: return "cast<float>(" + v + ")";
-      case DType::bf16: return "cake_bf16_to_f32(" + v + ")";
-      case DType::boolean: return "(" + v + " != 0)";
-      default: return "cast<int32_t>(" + v + ")";
+      case DType::f32:
+        return v;
+      case DType::f16:
+        return "cast<float>(" + v + ")";
+      case DType::bf16:
+        return "cake_bf16_to_f32(" + v + ")";
+      case DType::boolean:
+        return "(" + v + " != 0)";
+      default:
+        return "cast<int32_t>(" + v + ")";
     }
   }
   std::string to_storage(const HE& v, DType t) const {
     switch (t) {
-      case DType::f32: return conv(v, HT::F32).s;
-      case DType::f16: return "cast(Float(16), " + conv(v, HT::F32).s + ")";
-      case DType::bf16: return "cake_f32_to_bf16(" + conv(v, HT::F32).s + ")";
-      case DType::i32: case DType::i64: case DType::i8: {
+      case DType::f32:
+        return conv(v, HT::F32).s;
+      case DType::f16:
+        return "cast(Float(16), " + conv(v, HT::F32).s + ")";
+      case DType::bf16:
+        return "cake_f32_to_bf16(" + conv(v, HT::F32).s + ")";
+      case DType::i32:
+      case DType::i64:
+      case DType::i8: {
         std::string ty = t == DType::i32 ? "Int(32)" : t == DType::i64 ? "Int(64)" : "Int(8)";
         if (is_float(v.t)) return "cake_to_int(" + v.s + ", " + ty + ")";
         return "saturating_cast(" + ty + ", " + conv(v, HT::I32).s + ")";
       }
-      case DType::boolean: return "cast<uint8_t>(" + conv(v, HT::Bool).s + ")";
+      case DType::boolean:
+        return "cast<uint8_t>(" + conv(v, HT::Bool).s + ")";
     }
     return v.s;
   }
@@ -275,7 +313,8 @@ class Lowerer {
     return s;
   }
 
-  std::string view(int id, const std::string& kind, const std::string& pad = "", const std::string& storage_inner = "");
+  std::string view(int id, const std::string& kind, const std::string& pad = "",
+                   const std::string& storage_inner = "");
   HE emit(const Expr& e, Env& env);
   HE emit_read(const Expr& e, Env& env);
   HE emit_reduce(const Expr& e, Env& env);
@@ -289,30 +328,38 @@ class Lowerer {
   void schedule();
   void schedule_root(FuncRec& f);
   void schedule_at(FuncRec& f, const std::string& anchor, const std::string& level);
-  std::string rows_split(const std::string& stage, const std::vector<std::string>& rows, const std::string& base,
-                         const std::string& work, std::string& row_level);
+  std::string rows_split(const std::string& stage, const std::vector<std::string>& rows,
+                         const std::string& base, const std::string& work, std::string& row_level);
   std::string estimates();
 
-  std::map<std::string, std::string> row_level_;  // root Func -> its row loop variable
+  std::map<std::string, std::string> row_level_;   // root Func -> its row loop variable
   std::map<std::string, std::string> tile_level_;  // root Func -> its register-tile loop variable
 };
 
 std::string Lowerer::hsize(const Expr& e) const {
   switch (e.kind) {
-    case ExprKind::Number: return fmt::format("Expr({})", static_cast<int64_t>(e.number));
-    case ExprKind::Size: return "Expr(s_" + e.name + ")";
+    case ExprKind::Number:
+      return fmt::format("Expr({})", static_cast<int64_t>(e.number));
+    case ExprKind::Size:
+      return "Expr(s_" + e.name + ")";
     case ExprKind::Unary:
       if (e.op == Op::Neg) return "(-" + hsize(*e.args[0]) + ")";
       break;
     case ExprKind::Binary: {
       std::string a = hsize(*e.args[0]), b = hsize(*e.args[1]);
       switch (e.op) {
-        case Op::Add: return "(" + a + " + " + b + ")";
-        case Op::Sub: return "(" + a + " - " + b + ")";
-        case Op::Mul: return "(" + a + " * " + b + ")";
-        case Op::Div: return "cake_floordiv(" + a + ", " + b + ")";
-        case Op::Mod: return "cake_floormod(" + a + ", " + b + ")";
-        default: break;
+        case Op::Add:
+          return "(" + a + " + " + b + ")";
+        case Op::Sub:
+          return "(" + a + " - " + b + ")";
+        case Op::Mul:
+          return "(" + a + " * " + b + ")";
+        case Op::Div:
+          return "cake_floordiv(" + a + ", " + b + ")";
+        case Op::Mod:
+          return "cake_floormod(" + a + ", " + b + ")";
+        default:
+          break;
       }
       break;
     }
@@ -320,23 +367,30 @@ std::string Lowerer::hsize(const Expr& e) const {
       if (e.fn == Fn::Min) return "min(" + hsize(*e.args[0]) + ", " + hsize(*e.args[1]) + ")";
       if (e.fn == Fn::Max) return "max(" + hsize(*e.args[0]) + ", " + hsize(*e.args[1]) + ")";
       break;
-    default: break;
+    default:
+      break;
   }
-  throw Error(fmt::format("halide: size expression at {}:{} uses an operator the track does not lower", e.pos.line,
-                          e.pos.col));
+  throw Error(fmt::format("halide: size expression at {}:{} uses an operator the track does not lower",
+                          e.pos.line, e.pos.col));
 }
 
 // Input views: in_x (f32 / i32 values), se_x (reads clamped to the edge, for over-computing register tiles),
 // px<k>_x (padded with a constant), tr_x (transposed copy, boundary-safe).
-std::string Lowerer::view(int id, const std::string& kind, const std::string& pad, const std::string& storage_inner) {
+std::string Lowerer::view(int id, const std::string& kind, const std::string& pad,
+                          const std::string& storage_inner) {
   const TensorInfo& ti = c_.tensors[static_cast<size_t>(id)];
   const size_t rank = ti.dims.size();
   const DType d = tensor_dtype(id);
   std::string name;
-  if (kind == "in") name = "in_" + ti.name;
-  else if (kind == "se") name = "se_" + ti.name;
-  else if (kind == "tr") name = "tr_" + ti.name;
-  else name = fmt::format("px{}_{}", views_.size(), ti.name);
+  if (kind == "in") {
+    name = "in_" + ti.name;
+  } else if (kind == "se") {
+    name = "se_" + ti.name;
+  } else if (kind == "tr") {
+    name = "tr_" + ti.name;
+  } else {
+    name = fmt::format("px{}_{}", views_.size(), ti.name);
+  }
   if (kind == "px") {
     for (const auto& v : views_)
       if (v.rfind("px", 0) == 0 && pad_of_.count(v) && pad_of_[v] == std::make_pair(id, pad)) return v;
@@ -346,14 +400,17 @@ std::string Lowerer::view(int id, const std::string& kind, const std::string& pa
   views_.insert(name);
   const std::string dl = dims_list(rank);
   std::string bounds;
-  for (size_t a = 0; a < rank; ++a) bounds += (a ? ", " : "") + std::string("{0, ") + dim_extent(id, rank - 1 - a) + "}";
+  for (size_t a = 0; a < rank; ++a)
+    bounds += (a ? ", " : "") + std::string("{0, ") + dim_extent(id, rank - 1 - a) + "}";
   if (kind == "in") {
     decl_ += fmt::format("  Func {}(\"{}\");\n", name, name);
     algo_ += fmt::format("  {}({}) = {};\n", name, dl, from_storage("t_" + ti.name + "(" + dl + ")", d));
   } else if (kind == "se" || kind == "tr") {
     decl_ += fmt::format("  Func {}(\"{}\");\n", name, name);
-    algo_ += fmt::format("  {}({}) = {};\n", name, dl,
-                         from_storage(fmt::format("BoundaryConditions::repeat_edge(t_{}, {{{}}})({})", ti.name, bounds, dl), d));
+    algo_ += fmt::format(
+        "  {}({}) = {};\n", name, dl,
+        from_storage(fmt::format("BoundaryConditions::repeat_edge(t_{}, {{{}}})({})", ti.name, bounds, dl),
+                     d));
     if (kind == "tr") {
       FuncRec& r = add_func(name, FuncRec::Transposed, false);
       r.tensor = id;
@@ -364,7 +421,8 @@ std::string Lowerer::view(int id, const std::string& kind, const std::string& pa
     pad_of_[name] = {id, pad};
     const std::string in = view(id, "in");
     decl_ += fmt::format("  Func {};\n", name);
-    algo_ += fmt::format("  {} = BoundaryConditions::constant_exterior({}, {}, {{{}}});\n", name, in, pad, bounds);
+    algo_ +=
+        fmt::format("  {} = BoundaryConditions::constant_exterior({}, {}, {{{}}});\n", name, in, pad, bounds);
   }
   return name;
 }
@@ -394,12 +452,14 @@ std::optional<std::pair<std::string, std::string>> Lowerer::interval(const Expr&
     case ExprKind::Binary: {
       auto a = interval(*e.args[0], env), b = interval(*e.args[1], env);
       if (!a || !b) return std::nullopt;
-      if (e.op == Op::Add) return P{"(" + a->first + " + " + b->first + ")", "(" + a->second + " + " + b->second + ")"};
-      if (e.op == Op::Sub) return P{"(" + a->first + " - " + b->second + ")", "(" + a->second + " - " + b->first + ")"};
+      if (e.op == Op::Add)
+        return P{"(" + a->first + " + " + b->first + ")", "(" + a->second + " + " + b->second + ")"};
+      if (e.op == Op::Sub)
+        return P{"(" + a->first + " - " + b->second + ")", "(" + a->second + " - " + b->first + ")"};
       if (e.op == Op::Mul) {
         // products: all four corners
-        std::string c[4] = {a->first + " * " + b->first, a->first + " * " + b->second, a->second + " * " + b->first,
-                            a->second + " * " + b->second};
+        std::string c[4] = {a->first + " * " + b->first, a->first + " * " + b->second,
+                            a->second + " * " + b->first, a->second + " * " + b->second};
         return P{fmt::format("min(min({}, {}), min({}, {}))", c[0], c[1], c[2], c[3]),
                  fmt::format("max(max({}, {}), max({}, {}))", c[0], c[1], c[2], c[3])};
       }
@@ -413,7 +473,8 @@ std::optional<std::pair<std::string, std::string>> Lowerer::interval(const Expr&
         return P{f + "(" + a->first + ", " + b->first + ")", f + "(" + a->second + ", " + b->second + ")"};
       }
       return std::nullopt;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -448,7 +509,11 @@ HE Lowerer::emit_binary(const Expr& e, Env& env) {
     return t;
   };
   switch (e.op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Mod: {
       HT t = unify(a, b);
       static const char* sym[] = {"", "", " + ", " - ", " * ", " / ", " % "};
       if (e.op == Op::Mod) {
@@ -463,15 +528,23 @@ HE Lowerer::emit_binary(const Expr& e, Env& env) {
       if (e.op == Op::Div && is_float(t)) return {"strict_float(" + a.s + " / " + b.s + ")", t};
       return {"(" + a.s + sym[static_cast<int>(e.op)] + b.s + ")", t};
     }
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne: {
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne: {
       unify(a, b);
-      static const std::map<Op, const char*> sym = {{Op::Lt, " < "}, {Op::Le, " <= "}, {Op::Gt, " > "},
+      static const std::map<Op, const char*> sym = {{Op::Lt, " < "},  {Op::Le, " <= "}, {Op::Gt, " > "},
                                                     {Op::Ge, " >= "}, {Op::Eq, " == "}, {Op::Ne, " != "}};
       return {"(" + a.s + sym.at(e.op) + b.s + ")", HT::Bool};
     }
-    case Op::And: return {"(" + conv(a, HT::Bool).s + " && " + conv(b, HT::Bool).s + ")", HT::Bool};
-    case Op::Or: return {"(" + conv(a, HT::Bool).s + " || " + conv(b, HT::Bool).s + ")", HT::Bool};
-    default: break;
+    case Op::And:
+      return {"(" + conv(a, HT::Bool).s + " && " + conv(b, HT::Bool).s + ")", HT::Bool};
+    case Op::Or:
+      return {"(" + conv(a, HT::Bool).s + " || " + conv(b, HT::Bool).s + ")", HT::Bool};
+    default:
+      break;
   }
   throw Error("halide: unexpected binary operator");
 }
@@ -494,7 +567,8 @@ HE Lowerer::emit_call(const Expr& e, Env& env) {
       }
       return {"select(" + cnd.s + ", " + conv(a, t).s + ", " + conv(b, t).s + ")", t};
     }
-    case Fn::Min: case Fn::Max: {
+    case Fn::Min:
+    case Fn::Max: {
       HE a = emit(*e.args[0], env), b = emit(*e.args[1], env);
       HT t = HT::I32;
       if (is_float(a.t) || is_float(b.t) || e.type == te::Type::Float) {
@@ -509,7 +583,8 @@ HE Lowerer::emit_call(const Expr& e, Env& env) {
       HT t = (a.t == HT::F64 || b.t == HT::F64) ? HT::F64 : HT::F32;
       return {"pow(" + conv(a, t).s + ", " + conv(b, t).s + ")", t};
     }
-    default: break;
+    default:
+      break;
   }
   HE a = emit(*e.args[0], env);
   if (e.fn == Fn::Abs) {
@@ -524,19 +599,32 @@ HE Lowerer::emit_call(const Expr& e, Env& env) {
   HE f = fl(a);
   const std::string f32 = conv(f, HT::F32).s;  // exp / tanh / sigmoid / erf run in f32 (vectorized)
   switch (e.fn) {
-    case Fn::Exp: return {"cake_exp(" + f32 + ")", HT::F32};
-    case Fn::Log: return {"log(" + f.s + ")", f.t};
-    case Fn::Sqrt: return {"sqrt(" + f.s + ")", f.t};
-    case Fn::Rsqrt: return {"(" + conv({"", f.t, true, 1}, f.t).s + " / sqrt(" + f.s + "))", f.t};
-    case Fn::Tanh: return {"cake_tanh(" + f32 + ")", HT::F32};
-    case Fn::Erf: return {"cake_erf(" + conv(f, HT::F32).s + ")", HT::F32};
-    case Fn::Sigmoid: return {"cake_sigmoid(" + f32 + ")", HT::F32};
-    case Fn::Sin: return {"sin(" + f.s + ")", f.t};
-    case Fn::Cos: return {"cos(" + f.s + ")", f.t};
-    case Fn::Floor: return {"floor(" + f.s + ")", f.t};
-    case Fn::Ceil: return {"ceil(" + f.s + ")", f.t};
-    case Fn::Round: return {"round(" + f.s + ")", f.t};  // Halide rounds half to even
-    default: break;
+    case Fn::Exp:
+      return {"cake_exp(" + f32 + ")", HT::F32};
+    case Fn::Log:
+      return {"log(" + f.s + ")", f.t};
+    case Fn::Sqrt:
+      return {"sqrt(" + f.s + ")", f.t};
+    case Fn::Rsqrt:
+      return {"(" + conv({"", f.t, true, 1}, f.t).s + " / sqrt(" + f.s + "))", f.t};
+    case Fn::Tanh:
+      return {"cake_tanh(" + f32 + ")", HT::F32};
+    case Fn::Erf:
+      return {"cake_erf(" + conv(f, HT::F32).s + ")", HT::F32};
+    case Fn::Sigmoid:
+      return {"cake_sigmoid(" + f32 + ")", HT::F32};
+    case Fn::Sin:
+      return {"sin(" + f.s + ")", f.t};
+    case Fn::Cos:
+      return {"cos(" + f.s + ")", f.t};
+    case Fn::Floor:
+      return {"floor(" + f.s + ")", f.t};
+    case Fn::Ceil:
+      return {"ceil(" + f.s + ")", f.t};
+    case Fn::Round:
+      return {"round(" + f.s + ")", f.t};  // Halide rounds half to even
+    default:
+      break;
   }
   throw Error("halide: unexpected function " + std::string(te::fn_name(e.fn)));
 }
@@ -560,9 +648,13 @@ HE Lowerer::emit_read(const Expr& e, Env& env) {
   std::string f;
   const bool input = ti.role == TensorRole::Input;
   if (input) {
-    if (env.transposed.count(id)) f = view(id, "tr", "", transpose_inner_.at(id));
-    else if (env.safe && !e.padded) f = view(id, "se");
-    else f = view(id, "in");
+    if (env.transposed.count(id)) {
+      f = view(id, "tr", "", transpose_inner_.at(id));
+    } else if (env.safe && !e.padded) {
+      f = view(id, "se");
+    } else {
+      f = view(id, "in");
+    }
   } else {
     f = tensor_func_.at(id);
     depends(f);
@@ -587,8 +679,8 @@ HE Lowerer::emit_read(const Expr& e, Env& env) {
   return {call(f, idx), t};
 }
 
-RClass Lowerer::classify(const Expr& red, const std::vector<int>& free_slots, const std::vector<std::string>& pure,
-                         FuncRec& r, std::set<int>& transposed) {
+RClass Lowerer::classify(const Expr& red, const std::vector<int>& free_slots,
+                         const std::vector<std::string>& pure, FuncRec& r, std::set<int>& transposed) {
   std::vector<const Expr*> reads;
   collect_reads(*red.args[0], reads);
   bool bounds_dep = false;
@@ -695,7 +787,8 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     cls = RClass::Serial;
     transposed.clear();
   }
-  if (cls == RClass::Lane && (!o_.vectorize_reductions || vw_ < 2 || (arg && e.rvars.size() > 1))) cls = RClass::Serial;
+  if (cls == RClass::Lane && (!o_.vectorize_reductions || vw_ < 2 || (arg && e.rvars.size() > 1)))
+    cls = RClass::Serial;
   {
     FuncRec& r = rec(R);
     r.rclass = cls;
@@ -703,8 +796,9 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     r.yvar = tmp.yvar;
     // register-tile candidate: a contraction directly in an output's statement, along its last variable
     const TensorInfo& ti = c_.tensors[static_cast<size_t>(s.tensor)];
-    if (cls == RClass::Vec && ti.role == TensorRole::Output && !s.accumulate && parent == tensor_func_.at(s.tensor) &&
-        !free_slots.empty() && free_slots.front() == s.n_domain - 1 && s.rhs.get() != nullptr) {
+    if (cls == RClass::Vec && ti.role == TensorRole::Output && !s.accumulate &&
+        parent == tensor_func_.at(s.tensor) && !free_slots.empty() && free_slots.front() == s.n_domain - 1 &&
+        s.rhs.get() != nullptr) {
       r.tile_candidate = true;
       r.tile_output = "out_" + ti.name;
     }
@@ -733,12 +827,20 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
   }
   auto identity = [&](HT t) -> std::string {
     switch (e.reduce) {
-      case ReduceOp::Sum: return conv({"", t, true, 0}, t).s;
-      case ReduceOp::Prod: return conv({"", t, true, 1}, t).s;
-      case ReduceOp::Max: return t == HT::I32 ? "Int(32).min()" : conv({"", t, true, -INFINITY}, t).s;
-      case ReduceOp::Min: return t == HT::I32 ? "Int(32).max()" : conv({"", t, true, INFINITY}, t).s;
-      case ReduceOp::ArgMax: return "Tuple(Expr(0), " + (t == HT::I32 ? std::string("Int(32).min()") : conv({"", t, true, -INFINITY}, t).s) + ")";
-      case ReduceOp::ArgMin: return "Tuple(Expr(0), " + (t == HT::I32 ? std::string("Int(32).max()") : conv({"", t, true, INFINITY}, t).s) + ")";
+      case ReduceOp::Sum:
+        return conv({"", t, true, 0}, t).s;
+      case ReduceOp::Prod:
+        return conv({"", t, true, 1}, t).s;
+      case ReduceOp::Max:
+        return t == HT::I32 ? "Int(32).min()" : conv({"", t, true, -INFINITY}, t).s;
+      case ReduceOp::Min:
+        return t == HT::I32 ? "Int(32).max()" : conv({"", t, true, INFINITY}, t).s;
+      case ReduceOp::ArgMax:
+        return "Tuple(Expr(0), " +
+               (t == HT::I32 ? std::string("Int(32).min()") : conv({"", t, true, -INFINITY}, t).s) + ")";
+      case ReduceOp::ArgMin:
+        return "Tuple(Expr(0), " +
+               (t == HT::I32 ? std::string("Int(32).max()") : conv({"", t, true, INFINITY}, t).s) + ")";
     }
     return "0";
   };
@@ -746,10 +848,14 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
   // update text: target(args) <- combine(target(args), value [, index])
   auto update = [&](const std::string& target, const std::string& value, const std::string& index) {
     switch (e.reduce) {
-      case ReduceOp::Sum: return fmt::format("  {0} = {0} + {1};\n", target, value);
-      case ReduceOp::Prod: return fmt::format("  {0} = {0} * {1};\n", target, value);
-      case ReduceOp::Max: return fmt::format("  {0} = cake_max({0}, {1});\n", target, value);
-      case ReduceOp::Min: return fmt::format("  {0} = cake_min({0}, {1});\n", target, value);
+      case ReduceOp::Sum:
+        return fmt::format("  {0} = {0} + {1};\n", target, value);
+      case ReduceOp::Prod:
+        return fmt::format("  {0} = {0} * {1};\n", target, value);
+      case ReduceOp::Max:
+        return fmt::format("  {0} = cake_max({0}, {1});\n", target, value);
+      case ReduceOp::Min:
+        return fmt::format("  {0} = cake_min({0}, {1});\n", target, value);
       default:
         return fmt::format(
             "  {{\n    Expr v = {1}, i = {2};\n    Expr take = cake_arg_better(v, i, {0}[1], {0}[0], {3});\n"
@@ -774,13 +880,13 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
       box[i] = {"Expr(0)", hsize(*rv.extent)};
     } else if (!has_var(*rv.lo) && !has_var(*rv.hi)) {
       std::string lo = conv(emit(*rv.lo, inner), HT::I32).s, hi = conv(emit(*rv.hi, inner), HT::I32).s;
-      box[i] = {lo, "max(" + hi + " - " + lo + ", 0)"};
+      box[i] = {lo, fmt::format("max({} - {}, 0)", hi, lo)};
     } else {
       auto lo = interval(*rv.lo, inner), hi = interval(*rv.hi, inner);
       if (!lo || !hi) throw Error("halide: reduction bounds not affine in the index variables");
-      box[i] = {lo->first, "max(" + hi->second + " - " + lo->first + ", 0)"};
+      box[i] = {lo->first, fmt::format("max({} - {}, 0)", hi->second, lo->first)};
     }
-    work = "(" + work + " * " + box[i].second + ")";
+    work = fmt::format("({} * {})", work, box[i].second);
   }
   rec(R).work = work;
   const std::string rd = fmt::format("r{}", id);
@@ -801,14 +907,14 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     const std::string L = std::to_string(vw_);
     const std::string kmin = box[nr - 1].first, kext = box[nr - 1].second;
     std::string chunk = "{{0, " + kext + " / " + L + "}";
-    std::string tail = "{{" + kmin + " + " + kext + " / " + L + " * " + L + ", " + kext + " - " + kext + " / " + L +
-                       " * " + L + "}";
+    std::string tail = "{{" + kmin + " + " + kext + " / " + L + " * " + L + ", " + kext + " - " + kext +
+                       " / " + L + " * " + L + "}";
     for (size_t i = nr - 1; i-- > 0;) {
       chunk += ", {" + box[i].first + ", " + box[i].second + "}";
       tail += ", {" + box[i].first + ", " + box[i].second + "}";
     }
-    decl_ += fmt::format("  RDom {0}c({{{1}}}, \"{0}c\"), {0}t({{{2}}}, \"{0}t\"), {0}l(0, {3}, \"{0}l\");\n", rd,
-                         chunk.substr(1), tail.substr(1), L);
+    decl_ += fmt::format("  RDom {0}c({{{1}}}, \"{0}c\"), {0}t({{{2}}}, \"{0}t\"), {0}l(0, {3}, \"{0}l\");\n",
+                         rd, chunk.substr(1), tail.substr(1), L);
     const std::string ptarget = P + "(" + args_text(ppure) + ")";
     // partials
     Env pe = inner;
@@ -823,19 +929,25 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     HE tv = emit(body, te_);
     depends(P);
     def += fmt::format("  {} = {};\n", ptarget, identity(acc));
-    def += update(ptarget, conv(pv, arg ? (int_body ? HT::I32 : HT::F32) : acc).s, pe.var[e.rvars[nr - 1].slot]);
+    def +=
+        update(ptarget, conv(pv, arg ? (int_body ? HT::I32 : HT::F32) : acc).s, pe.var[e.rvars[nr - 1].slot]);
     def += fmt::format("  {} = {};\n", target, identity(acc));
-    def += update(target, conv(tv, arg ? (int_body ? HT::I32 : HT::F32) : acc).s, te_.var[e.rvars[nr - 1].slot]);
+    def +=
+        update(target, conv(tv, arg ? (int_body ? HT::I32 : HT::F32) : acc).s, te_.var[e.rvars[nr - 1].slot]);
     std::vector<std::string> lane_args = pure;
     lane_args.insert(lane_args.begin(), rd + "l");
     const std::string pl = P + "(" + args_text(lane_args) + ")";
-    if (arg) def += update(target, pl + "[1]", pl + "[0]");
-    else def += update(target, pl, "");
+    if (arg) {
+      def += update(target, pl + "[1]", pl + "[0]");
+    } else {
+      def += update(target, pl, "");
+    }
     rec(R).n_updates = 2;
     rec(P).n_updates = 1;
   } else {
     std::string dom;
-    for (size_t i = nr; i-- > 0;) dom += (i + 1 < nr ? ", {" : "{") + box[i].first + ", " + box[i].second + "}";
+    for (size_t i = nr; i-- > 0;)
+      dom += (i + 1 < nr ? ", {" : "{") + box[i].first + ", " + box[i].second + "}";
     decl_ += fmt::format("  RDom {0}({{{1}}}, \"{0}\");\n", rd, dom);
     Env be = inner;
     for (size_t i = 0; i < nr; ++i) {
@@ -859,8 +971,10 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
         index = be.var[e.rvars[0].slot];
       } else {  // flattened position, first variable outermost
         index = "Expr(0)";
-        for (size_t i = 0; i < nr; ++i)
-          index = fmt::format("({} * {} + ({} - {}))", index, box[i].second, be.var[e.rvars[i].slot], box[i].first);
+        for (size_t i = 0; i < nr; ++i) {
+          index = fmt::format("({} * {} + ({} - {}))", index, box[i].second, be.var[e.rvars[i].slot],
+                              box[i].first);
+        }
       }
     }
     def += fmt::format("  {} = {};\n", target, identity(acc));
@@ -881,10 +995,14 @@ HE Lowerer::emit(const Expr& e, Env& env) {
       HT t = e.type == te::Type::Int ? HT::I32 : env.ft;
       return {"", t, true, e.number};
     }
-    case ExprKind::Size: return {"Expr(s_" + e.name + ")", HT::I32};
-    case ExprKind::Param: return {"Expr(p_" + e.name + ")", HT::F32};
-    case ExprKind::Var: return {env.var.at(e.slot), HT::I32};
-    case ExprKind::Read: return emit_read(e, env);
+    case ExprKind::Size:
+      return {"Expr(s_" + e.name + ")", HT::I32};
+    case ExprKind::Param:
+      return {"Expr(p_" + e.name + ")", HT::F32};
+    case ExprKind::Var:
+      return {env.var.at(e.slot), HT::I32};
+    case ExprKind::Read:
+      return emit_read(e, env);
     case ExprKind::Unary: {
       HE a = emit(*e.args[0], env);
       if (e.op == Op::Not) return {"!" + conv(a, HT::Bool).s, HT::Bool};
@@ -892,29 +1010,40 @@ HE Lowerer::emit(const Expr& e, Env& env) {
       if (a.t == HT::Bool) a = conv(a, HT::I32);
       return {"(-" + a.s + ")", a.t};
     }
-    case ExprKind::Binary: return emit_binary(e, env);
-    case ExprKind::Call: return emit_call(e, env);
+    case ExprKind::Binary:
+      return emit_binary(e, env);
+    case ExprKind::Call:
+      return emit_call(e, env);
     case ExprKind::Cast: {
       HE a = emit(*e.args[0], env);
       switch (e.cast_to) {
-        case DType::f32: return conv(a, HT::F32);
-        case DType::f16: return {"cake_round_f16(" + conv(a, HT::F32).s + ")", HT::F32};
-        case DType::bf16: return {"cake_round_bf16(" + conv(a, HT::F32).s + ")", HT::F32};
-        case DType::boolean: return conv(a, HT::Bool);
-        case DType::i8: case DType::i32: case DType::i64: {
+        case DType::f32:
+          return conv(a, HT::F32);
+        case DType::f16:
+          return {"cake_round_f16(" + conv(a, HT::F32).s + ")", HT::F32};
+        case DType::bf16:
+          return {"cake_round_bf16(" + conv(a, HT::F32).s + ")", HT::F32};
+        case DType::boolean:
+          return conv(a, HT::Bool);
+        case DType::i8:
+        case DType::i32:
+        case DType::i64: {
           std::string ty = e.cast_to == DType::i8 ? "Int(8)" : "Int(32)";
           if (is_float(a.t) || (a.is_num && a.t != HT::I32)) {
             HE f = conv(a, is_float(a.t) ? a.t : HT::F32);
             return {"cast<int32_t>(cake_to_int(" + f.s + ", " + ty + "))", HT::I32};
           }
-          if (e.cast_to == DType::i8) return {"cast<int32_t>(saturating_cast(Int(8), " + conv(a, HT::I32).s + "))", HT::I32};
+          if (e.cast_to == DType::i8)
+            return {"cast<int32_t>(saturating_cast(Int(8), " + conv(a, HT::I32).s + "))", HT::I32};
           return conv(a, HT::I32);
         }
       }
       return a;
     }
-    case ExprKind::Reduce: return emit_reduce(e, env);
-    default: break;
+    case ExprKind::Reduce:
+      return emit_reduce(e, env);
+    default:
+      break;
   }
   throw Error("halide: unresolved expression");
 }
@@ -1047,11 +1176,12 @@ void Lowerer::place() {
     for (const std::string& cn : consumers[f.name]) {
       if (rec(cn).kind == FuncRec::Part) {
         // a part is computed where its reduction is
-        for (const FuncRec& g : funcs_)
+        for (const FuncRec& g : funcs_) {
           if (g.part == cn) {
             auto a = anchorset(g.name);
             S.insert(a.begin(), a.end());
           }
+        }
         continue;
       }
       auto a = anchorset(cn);
@@ -1059,9 +1189,13 @@ void Lowerer::place() {
     }
     bool materialize = f.kind == FuncRec::Reduce || f.scatter;
     if (f.kind == FuncRec::Stmt && !f.scatter) {
-      if (o_.stages == "inline") materialize = false;
-      else if (o_.stages == "at_row" || o_.stages == "root") materialize = true;
-      else materialize = consumers[f.name].size() >= 2 && f.expensive;
+      if (o_.stages == "inline") {
+        materialize = false;
+      } else if (o_.stages == "at_row" || o_.stages == "root") {
+        materialize = true;
+      } else {
+        materialize = consumers[f.name].size() >= 2 && f.expensive;
+      }
     }
     if (!materialize) {
       f.place = FuncRec::Inline;
@@ -1074,20 +1208,22 @@ void Lowerer::place() {
       continue;
     }
     f.anchor = *S.begin();
-    f.place = (f.kind == FuncRec::Reduce && f.tile_candidate && f.tile_output == f.anchor) ? FuncRec::AtTile : FuncRec::AtRow;
+    f.place = (f.kind == FuncRec::Reduce && f.tile_candidate && f.tile_output == f.anchor) ? FuncRec::AtTile
+                                                                                           : FuncRec::AtRow;
   }
-  for (FuncRec& f : funcs_)
+  for (FuncRec& f : funcs_) {
     if (f.kind == FuncRec::Reduce && !f.part.empty()) {
       rec(f.part).place = f.place == FuncRec::Root ? FuncRec::AtRow : f.place;
       rec(f.part).anchor = f.place == FuncRec::Root ? f.name : f.anchor;
     }
+  }
 }
 
 // ---- schedule -----------------------------------------------------------------------------------
 
 // Fuses `rows` (innermost first) of a stage into one loop and splits it into parallel tasks.
-std::string Lowerer::rows_split(const std::string& stage, const std::vector<std::string>& rows, const std::string& base,
-                                const std::string& work, std::string& row_level) {
+std::string Lowerer::rows_split(const std::string& stage, const std::vector<std::string>& rows,
+                                const std::string& base, const std::string& work, std::string& row_level) {
   std::string s;
   std::string fused = rows.front();
   for (size_t i = 1; i < rows.size(); ++i) {
@@ -1101,8 +1237,9 @@ std::string Lowerer::rows_split(const std::string& stage, const std::vector<std:
   }
   std::string factor = o_.task_rows > 0 ? fmt::format("Expr({})", o_.task_rows)
                                         : fmt::format("max(1, 32768 / max(1, {}))", work);
-  s += fmt::format("  {0}.split({1}, {2}_task, {2}_row, {3}, TailStrategy::GuardWithIf).parallel({2}_task);\n", stage,
-                   fused, base, factor);
+  s +=
+      fmt::format("  {0}.split({1}, {2}_task, {2}_row, {3}, TailStrategy::GuardWithIf).parallel({2}_task);\n",
+                  stage, fused, base, factor);
   sv(base + "_task");
   row_level = sv(base + "_row");
   return s;
@@ -1129,8 +1266,8 @@ void Lowerer::schedule_at(FuncRec& f, const std::string& anchor, const std::stri
     for (int i = 0; i < f.n_rvars; ++i) order += fmt::format(", {}[{}]", f.rdom, i);
     for (const auto& v : f.vars)
       if (v != f.xvar) order += ", " + v;
-    s += fmt::format("  {}.update(0).reorder({}).vectorize({}, {}, TailStrategy::GuardWithIf);\n", f.name, order,
-                     f.xvar, VW);
+    s += fmt::format("  {}.update(0).reorder({}).vectorize({}, {}, TailStrategy::GuardWithIf);\n", f.name,
+                     order, f.xvar, VW);
   }
 }
 
@@ -1148,7 +1285,8 @@ void Lowerer::schedule_root(FuncRec& f) {
     for (const auto& v : f.vars)
       if (v != f.storage_inner) order += ", " + v;
     s += fmt::format("  {}.reorder_storage({}).reorder({});\n", f.name, order, order);
-    if (vw_ > 1) s += fmt::format("  {}.vectorize({}, {}, TailStrategy::GuardWithIf);\n", f.name, f.storage_inner, VW);
+    if (vw_ > 1)
+      s += fmt::format("  {}.vectorize({}, {}, TailStrategy::GuardWithIf);\n", f.name, f.storage_inner, VW);
     if (o_.parallel && f.vars.size() >= 2) s += fmt::format("  {}.parallel({});\n", f.name, f.vars.back());
     return;
   }
@@ -1160,7 +1298,8 @@ void Lowerer::schedule_root(FuncRec& f) {
   if (tile) {
     const std::string y = tile->yvar;
     const int tn = std::max(1, o_.tile_n), tm = y.empty() ? 1 : std::max(1, o_.tile_m);
-    const std::string xo = sv(base + "_xo"), xi = sv(base + "_xi"), yo = sv(base + "_yo"), yi = sv(base + "_yi");
+    const std::string xo = sv(base + "_xo"), xi = sv(base + "_xi"), yo = sv(base + "_yo"),
+                      yi = sv(base + "_yi");
     s += fmt::format("  {}.split({}, {}, {}, {}, TailStrategy::GuardWithIf)", f.name, x, xo, xi, vw_ * tn);
     std::vector<std::string> order = {xi};
     if (!y.empty()) {
@@ -1213,9 +1352,10 @@ void Lowerer::schedule_root(FuncRec& f) {
       srv(r.name + "_ko");
       srv(r.name + "_ki");
     }
-    if (o_.unroll_k > 1)
-      s += fmt::format(".split({0}[0], {1}_ko, {1}_ki, {2}, TailStrategy::GuardWithIf).unroll({1}_ki)", r.rdom, r.name,
-                       o_.unroll_k);
+    if (o_.unroll_k > 1) {
+      s += fmt::format(".split({0}[0], {1}_ko, {1}_ki, {2}, TailStrategy::GuardWithIf).unroll({1}_ki)",
+                       r.rdom, r.name, o_.unroll_k);
+    }
     s += ";\n";
     return;
   }
@@ -1223,19 +1363,24 @@ void Lowerer::schedule_root(FuncRec& f) {
   bool rows_all = false;
   if (f.kind == FuncRec::Reduce && (f.rclass == RClass::Lane || f.rclass == RClass::Serial)) rows_all = true;
   if (f.kind == FuncRec::Output || f.kind == FuncRec::Stmt) {
-    for (const FuncRec& g : funcs_)
+    for (const FuncRec& g : funcs_) {
       if (g.kind == FuncRec::Reduce && g.anchor == f.name && g.place == FuncRec::AtRow && !g.vars.empty() &&
-          g.vars.front() == x && (g.rclass == RClass::Lane || g.rclass == RClass::Serial) && f.vars.size() == 1)
+          g.vars.front() == x && (g.rclass == RClass::Lane || g.rclass == RClass::Serial) &&
+          f.vars.size() == 1)
         rows_all = true;
+    }
   }
   std::string work = "Expr(1)";
   if (f.kind == FuncRec::Reduce) {
     work = f.work;
   } else if (f.kind == FuncRec::Output) {
     work = f.name + ".output_buffer().dim(0).extent()";
-    if (rows_all)
-      for (const FuncRec& g : funcs_)
-        if (g.kind == FuncRec::Reduce && g.anchor == f.name && !g.vars.empty() && g.vars.front() == x) work = g.work;
+    if (rows_all) {
+      for (const FuncRec& g : funcs_) {
+        if (g.kind == FuncRec::Reduce && g.anchor == f.name && !g.vars.empty() && g.vars.front() == x)
+          work = g.work;
+      }
+    }
   } else if (f.tensor >= 0) {
     const TensorInfo& ti = c_.tensors[static_cast<size_t>(f.tensor)];
     work = ti.dims.empty() ? "Expr(1)" : hsize(*ti.dims.back());
@@ -1247,15 +1392,16 @@ void Lowerer::schedule_root(FuncRec& f) {
     std::string sb = st == 0 ? base : fmt::format("{}_u{}", base, st - 1);
     if (f.scatter && st > 0) {
       // scatter update: vectorize (and parallelize) along the race-free variable, serial otherwise
-      if (!f.scatter_vec_rvar.empty() && f.scatter_rvars.size() >= 1 && f.scatter_rvars.front() == f.scatter_vec_rvar &&
-          vw_ > 1) {
+      if (!f.scatter_vec_rvar.empty() && f.scatter_rvars.size() >= 1 &&
+          f.scatter_rvars.front() == f.scatter_vec_rvar && vw_ > 1) {
         std::string rest;
         for (size_t i = 1; i < f.scatter_rvars.size(); ++i) rest += ", " + f.scatter_rvars[i];
         srv(sb + "_o");
         srv(sb + "_i");
-        s += fmt::format("  {0}.allow_race_conditions().split({1}, {2}_o, {2}_i, {3}, TailStrategy::GuardWithIf)"
-                         ".reorder({2}_i{4}, {2}_o).vectorize({2}_i, {5}, TailStrategy::GuardWithIf)",
-                         stage, f.scatter_vec_rvar, sb, vw_ * 4, rest, VW);
+        s += fmt::format(
+            "  {0}.allow_race_conditions().split({1}, {2}_o, {2}_i, {3}, TailStrategy::GuardWithIf)"
+            ".reorder({2}_i{4}, {2}_o).vectorize({2}_i, {5}, TailStrategy::GuardWithIf)",
+            stage, f.scatter_vec_rvar, sb, vw_ * 4, rest, VW);
         if (o_.parallel) s += fmt::format(".parallel({}_o)", sb);
         s += ";\n";
       }
@@ -1267,12 +1413,14 @@ void Lowerer::schedule_root(FuncRec& f) {
     if (vec) {
       xo = sv(sb + "_xo");
       sv(sb + "_xi");
-      s += fmt::format("  {}.split({}, {}, {}_xi, {}, TailStrategy::GuardWithIf).vectorize({}_xi);\n", stage, x, xo, sb,
-                       VW, sb);
+      s += fmt::format("  {}.split({}, {}, {}_xi, {}, TailStrategy::GuardWithIf).vectorize({}_xi);\n", stage,
+                       x, xo, sb, VW, sb);
     }
-    if (rows_all) rows = f.vars;
-    else if (f.vars.size() > 1) rows.assign(f.vars.begin() + 1, f.vars.end());
-    else {
+    if (rows_all) {
+      rows = f.vars;
+    } else if (f.vars.size() > 1) {
+      rows.assign(f.vars.begin() + 1, f.vars.end());
+    } else {
       rows = {xo};
       if (f.kind == FuncRec::Output && vec) work = "Expr(" + VW + ")";
     }
@@ -1312,12 +1460,14 @@ std::string Lowerer::estimates() {
   std::string s;
   for (size_t i = 0; i < c_.sizes.size() && i < est_.size(); ++i)
     s += fmt::format("  s_{}.set_estimate({});\n", c_.sizes[i].name, std::max<int64_t>(1, est_[i]));
-  for (const ParamDecl& p : c_.contract.params) s += fmt::format("  p_{}.set_estimate({:.9g}f);\n", p.name, p.value);
+  for (const ParamDecl& p : c_.contract.params)
+    s += fmt::format("  p_{}.set_estimate({:.9g}f);\n", p.name, p.value);
   auto ext = [&](const te::Expr& d) { return std::max<int64_t>(1, eval_size_expr(d, est_)); };
   for (int id : c_.input_ids()) {
     const TensorInfo& ti = c_.tensors[static_cast<size_t>(id)];
     const size_t r = ti.dims.size();
-    for (size_t a = 0; a < r; ++a) s += fmt::format("  t_{}.dim({}).set_estimate(0, {});\n", ti.name, a, ext(*ti.dims[r - 1 - a]));
+    for (size_t a = 0; a < r; ++a)
+      s += fmt::format("  t_{}.dim({}).set_estimate(0, {});\n", ti.name, a, ext(*ti.dims[r - 1 - a]));
   }
   for (int id : c_.output_ids()) {
     const TensorInfo& ti = c_.tensors[static_cast<size_t>(id)];
@@ -1333,14 +1483,16 @@ std::string Lowerer::run() {
   const Contract& k = c_.contract;
   std::string head;
   const std::string fn = pipeline_function(dt_);
-  head += fmt::format("// Pipeline for operator dtype {}.\nstatic void build_{}(const Target& target) {{\n", dtype_name(dt_),
-                      dtype_name(dt_));
+  head += fmt::format("// Pipeline for operator dtype {}.\nstatic void build_{}(const Target& target) {{\n",
+                      dtype_name(dt_), dtype_name(dt_));
   for (int id : c_.input_ids()) {
     const TensorInfo& ti = c_.tensors[static_cast<size_t>(id)];
-    head += fmt::format("  ImageParam t_{}({}, {}, \"{}\");\n", ti.name, halide_type(tensor_dtype(id)), ti.dims.size(), ti.name);
+    head += fmt::format("  ImageParam t_{}({}, {}, \"{}\");\n", ti.name, halide_type(tensor_dtype(id)),
+                        ti.dims.size(), ti.name);
   }
   for (const ParamDecl& p : k.params) head += fmt::format("  Param<float> p_{}(\"p_{}\");\n", p.name, p.name);
-  for (const SizeInfo& z : c_.sizes) head += fmt::format("  Param<int32_t> s_{}(\"s_{}\");\n", z.name, z.name);
+  for (const SizeInfo& z : c_.sizes)
+    head += fmt::format("  Param<int32_t> s_{}(\"s_{}\");\n", z.name, z.name);
   for (int j : c_.order) emit_statement(k.compute[static_cast<size_t>(j)]);
   // outputs
   cur_.clear();
@@ -1358,7 +1510,8 @@ std::string Lowerer::run() {
     const std::string F = tensor_func_.at(id);
     rec(O).producers.insert(F);
     HT ft = scatter_type_.count(id) ? scatter_type_[id] : tensor_ht(id);
-    algo_ += fmt::format("  {}({}) = {};\n", O, args, to_storage({F + "(" + args + ")", ft}, tensor_dtype(id)));
+    algo_ += fmt::format("  {}({}) = {};\n", O, args,
+                         to_storage({fmt::format("{}({})", F, args), ft}, tensor_dtype(id)));
   }
   if (manual_) {
     place();
@@ -1398,18 +1551,23 @@ std::string Lowerer::run() {
   outs += "});\n";
   out += "\n" + args + outs;
   if (!manual_) {
-    std::string plugin = o_.schedule == "adams2019" ? "Adams2019" : o_.schedule == "li2018" ? "Li2018" : "Mullapudi2016";
+    std::string plugin = o_.schedule == "adams2019" ? "Adams2019"
+                         : o_.schedule == "li2018"  ? "Li2018"
+                                                    : "Mullapudi2016";
     out += estimates();
     out += fmt::format("  p.auto_schedule(\"{}\", target, MachineParams(2, 32ull << 20, 40));\n", plugin);
   }
-  out += fmt::format("  p.compile_to_object(\"{}.o\", args, \"{}\", target.with_feature(Target::NoRuntime));\n", fn, fn);
+  out += fmt::format(
+      "  p.compile_to_object(\"{}.o\", args, \"{}\", target.with_feature(Target::NoRuntime));\n", fn, fn);
   out += "}\n\n";
   return out;
 }
 
 }  // namespace
 
-std::string pipeline_function(DType op_dtype) { return "cake_halide_" + std::string(dtype_name(op_dtype)); }
+std::string pipeline_function(DType op_dtype) {
+  return "cake_halide_" + std::string(dtype_name(op_dtype));
+}
 
 std::optional<std::string> unsupported(const CheckedContract& c) {
   const Contract& k = c.contract;
@@ -1437,7 +1595,8 @@ std::optional<std::string> unsupported(const CheckedContract& c) {
       return false;
     });
     if (s.accumulate) {
-      bool self = te::any_of(*s.rhs, [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == s.tensor; });
+      bool self =
+          te::any_of(*s.rhs, [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == s.tensor; });
       if (self) {
         bad = true;
         why = "a '+=' statement that reads its own target";
@@ -1461,9 +1620,12 @@ std::string pipeline_source(const CheckedContract& c, const Options& o, const st
   const Contract& k = c.contract;
   std::string s;
   s += "// Halide generator for CAKE operator '" + k.name + "' (written by CAKE's halide track).\n";
-  s += "// Defines one pipeline per I/O dtype (compute in f32, load/store in the I/O dtype), applies the schedule\n";
-  s += "// (" + o.schedule + "), and AOT-compiles each to a position-independent object; the Halide runtime goes\n";
-  s += "// into halide_runtime.o once. Halide dimension 0 is the TE's last axis: argument lists are reversed.\n";
+  s += "// Defines one pipeline per I/O dtype (compute in f32, load/store in the I/O dtype), applies the "
+       "schedule\n";
+  s += "// (" + o.schedule +
+       "), and AOT-compiles each to a position-independent object; the Halide runtime goes\n";
+  s += "// into halide_runtime.o once. Halide dimension 0 is the TE's last axis: argument lists are "
+       "reversed.\n";
   s += "// Host target of this build: " + o.machine + " (the objects are compiled for it).\n";
   s += "//\n// TE:\n";
   {
@@ -1483,7 +1645,8 @@ std::string pipeline_source(const CheckedContract& c, const Options& o, const st
       i = j + 1;
     }
   }
-  s += "#include <cstdio>\n#include <limits>\n#include <vector>\n\n#include \"Halide.h\"\n\nusing namespace Halide;\n\n";
+  s += "#include <cstdio>\n#include <limits>\n#include <vector>\n\n#include \"Halide.h\"\n\nusing namespace "
+       "Halide;\n\n";
   s += halide_math_source();
   s += R"(
 // argmax / argmin: does (v, i) beat the best so far (bv, bi)? The first index wins ties; the first NaN wins.
@@ -1501,9 +1664,10 @@ static Expr cake_arg_better(Expr v, Expr i, Expr bv, Expr bi, bool is_max) {
   }
   s += "int main() {\n";
   s += "  Target target = get_host_target();\n";
-  if (!o.cpu_has_avx512fp16)
+  if (!o.cpu_has_avx512fp16) {
     s += "  // Halide 14's sapphirerapids feature implies AVX512-FP16 (vmovw ...), which this CPU lacks.\n"
          "  target = target.without_feature(Target::AVX512_SapphireRapids);\n";
+  }
   if (o.schedule != "manual")
     s += "  load_plugin(\"/usr/lib/x86_64-linux-gnu/halide14/libautoschedule_" + o.schedule + ".so\");\n";
   for (DType d : k.dtypes) s += "  build_" + std::string(dtype_name(d)) + "(target);\n";
@@ -1516,8 +1680,10 @@ std::string wrapper_source(const CheckedContract& c) {
   const Contract& k = c.contract;
   std::string s;
   s += "// C ABI wrapper for CAKE operator '" + k.name + "' (halide track): checks the call, converts each\n";
-  s += "// cake_tensor to a halide_buffer_t (Halide dim 0 = our last axis) and runs the pipeline of the call's dtype.\n";
-  s += "#include <stdint.h>\n#include <string.h>\n\n#include \"HalideRuntime.h\"\n#include \"cake_kernel_abi.h\"\n"
+  s += "// cake_tensor to a halide_buffer_t (Halide dim 0 = our last axis) and runs the pipeline of the "
+       "call's dtype.\n";
+  s += "#include <stdint.h>\n#include <string.h>\n\n#include \"HalideRuntime.h\"\n#include "
+       "\"cake_kernel_abi.h\"\n"
        "#include \"cake_prelude.h\"\n\n";
   // declarations
   for (DType d : k.dtypes) {
@@ -1586,9 +1752,11 @@ extern "C" int cake_run(const cake_tensor* in, int n_in, cake_tensor* out, int n
     checks.insert(key);
     const std::string ty = storage_type(*it.fixed_dtype);
     s += fmt::format(
-        "  {{  // {0} indexes axis {1} of {2}\n    const {3}* ix = (const {3}*)in[{4}].data;\n    int64_t n = 1;\n"
+        "  {{  // {0} indexes axis {1} of {2}\n    const {3}* ix = (const {3}*)in[{4}].data;\n    int64_t n "
+        "= 1;\n"
         "    for (int a = 0; a < in[{4}].rank; ++a) n *= in[{4}].shape[a];\n"
-        "    for (int64_t i = 0; i < n; ++i)\n      if (ix[i] < 0 || (int64_t)ix[i] >= {5}) return CAKE_ERR_INDEX;\n  }}\n",
+        "    for (int64_t i = 0; i < n; ++i)\n      if (ix[i] < 0 || (int64_t)ix[i] >= {5}) return "
+        "CAKE_ERR_INDEX;\n  }}\n",
         it.name, axis, c.tensors[static_cast<size_t>(tensor)].name, ty, it.index, ext);
   };
   std::function<void(const Expr&)> walk = [&](const Expr& e) {
@@ -1600,27 +1768,36 @@ extern "C" int cake_run(const cake_tensor* in, int n_in, cake_tensor* out, int n
   };
   for (const Stmt& st : k.compute) {
     walk(*st.rhs);
-    if (st.accumulate)
+    if (st.accumulate) {
       for (size_t a = 0; a < st.index.size(); ++a) {
         check(*st.index[a], st.tensor, a);
         walk(*st.index[a]);
       }
+    }
   }
   for (const SizeInfo& z : c.sizes)
     s += fmt::format("  if ({0} < INT32_MIN || {0} > INT32_MAX) return CAKE_ERR_SHAPE;\n", size_id(z.name));
-  s += "  halide_dimension_t dims[" + std::to_string(std::max<size_t>(1, k.inputs.size() + k.outputs.size())) +
-       "][CAKE_MAX_RANK];\n";
-  s += "  halide_buffer_t bufs[" + std::to_string(std::max<size_t>(1, k.inputs.size() + k.outputs.size())) + "];\n";
+  s += "  halide_dimension_t dims[" +
+       std::to_string(std::max<size_t>(1, k.inputs.size() + k.outputs.size())) + "][CAKE_MAX_RANK];\n";
+  s += "  halide_buffer_t bufs[" + std::to_string(std::max<size_t>(1, k.inputs.size() + k.outputs.size())) +
+       "];\n";
   s += "  int rc;\n  switch (op_dtype) {\n";
   auto code = [](DType t) -> std::pair<int, int> {
     switch (t) {
-      case DType::f32: return {2, 32};
-      case DType::f16: return {2, 16};
-      case DType::bf16: return {1, 16};  // uint16 storage in the pipeline
-      case DType::i32: return {0, 32};
-      case DType::i64: return {0, 64};
-      case DType::i8: return {0, 8};
-      case DType::boolean: return {1, 8};
+      case DType::f32:
+        return {2, 32};
+      case DType::f16:
+        return {2, 16};
+      case DType::bf16:
+        return {1, 16};  // uint16 storage in the pipeline
+      case DType::i32:
+        return {0, 32};
+      case DType::i64:
+        return {0, 64};
+      case DType::i8:
+        return {0, 8};
+      case DType::boolean:
+        return {1, 8};
     }
     return {2, 32};
   };
@@ -1631,14 +1808,16 @@ extern "C" int cake_run(const cake_tensor* in, int n_in, cake_tensor* out, int n
     const auto ins = c.input_ids(), outs = c.output_ids();
     for (size_t i = 0; i < ins.size(); ++i, ++b) {
       auto [cd, bits] = code(c.tensors[static_cast<size_t>(ins[i])].dtype_for(d));
-      s += fmt::format("      if ((rc = to_buffer(&in[{}], {}, {}, dims[{}], &bufs[{}])) != 0) return rc;\n", i, cd, bits, b, b);
+      s += fmt::format("      if ((rc = to_buffer(&in[{}], {}, {}, dims[{}], &bufs[{}])) != 0) return rc;\n",
+                       i, cd, bits, b, b);
       call += fmt::format("&bufs[{}], ", b);
     }
     for (const ParamDecl& p : k.params) call += "(float)" + param_id(p.name) + ", ";
     for (const SizeInfo& z : c.sizes) call += "(int32_t)" + size_id(z.name) + ", ";
     for (size_t i = 0; i < outs.size(); ++i, ++b) {
       auto [cd, bits] = code(c.tensors[static_cast<size_t>(outs[i])].dtype_for(d));
-      s += fmt::format("      if ((rc = to_buffer(&out[{}], {}, {}, dims[{}], &bufs[{}])) != 0) return rc;\n", i, cd, bits, b, b);
+      s += fmt::format("      if ((rc = to_buffer(&out[{}], {}, {}, dims[{}], &bufs[{}])) != 0) return rc;\n",
+                       i, cd, bits, b, b);
       call += fmt::format("{}&bufs[{}]", i ? ", " : "", b);
     }
     call += ")";

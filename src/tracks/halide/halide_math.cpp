@@ -16,9 +16,9 @@ constexpr float kErfSmall[] = {1.128379226e+00f,  -3.761263788e-01f, 1.128379107
                                -2.686613426e-02f, 5.223785061e-03f,  -8.542670403e-04f,
                                1.195694713e-04f,  -1.391170099e-05f, 1.059527563e-06f};
 // erfc(x) = exp(-x^2) * t * Q(t - 5/12), t = 1 / (1 + x/2), on 1 <= x <= 10; degree 11.
-constexpr float kErfcBig[] = {4.573173225e-01f,  5.974112749e-01f,  5.159978867e-01f,  1.948959678e-01f,
-                              -1.199501529e-01f, -1.426840574e-01f, 5.232663453e-02f,  1.024555638e-01f,
-                              -5.209558085e-02f, -7.593514025e-02f, 5.847859755e-02f,  4.316037521e-02f};
+constexpr float kErfcBig[] = {4.573173225e-01f,  5.974112749e-01f,  5.159978867e-01f, 1.948959678e-01f,
+                              -1.199501529e-01f, -1.426840574e-01f, 5.232663453e-02f, 1.024555638e-01f,
+                              -5.209558085e-02f, -7.593514025e-02f, 5.847859755e-02f, 4.316037521e-02f};
 constexpr float kErfcCenter = 0.41666666f;
 // tanh(x) = x + x * x^2 * T(x^2) on |x| < 0.55; degree 5.
 constexpr float kTanhSmall[] = {-3.333333433e-01f, 1.333332509e-01f,  -5.396474525e-02f,
@@ -100,7 +100,8 @@ float tanh_f32(float x) {
 
 std::string halide_math_source() {
   std::string s;
-  s += "// ---- CAKE f32 math: vectorizable exp / erf / erfc / tanh (Halide has no erf; its exp and tanh are\n";
+  s += "// ---- CAKE f32 math: vectorizable exp / erf / erfc / tanh (Halide has no erf; its exp and tanh "
+       "are\n";
   s += "// scalar libm calls). Coefficients fitted for CAKE (Chebyshev, long double).\n";
   s += coeffs("kErfSmall", kErfSmall, std::size(kErfSmall));
   s += coeffs("kErfcBig", kErfcBig, std::size(kErfcBig));

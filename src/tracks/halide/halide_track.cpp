@@ -46,31 +46,38 @@ std::vector<int64_t> estimate_sizes(const CheckedContract& c) {
 
 Feasibility HalideTrack::feasible(const CheckedContract& c, const target::MachineInfo& m) const {
   namespace fs = std::filesystem;
-  if (!fs::exists(fs::path(kHalideInclude) / "Halide.h") || !fs::exists(kHalideLib))
-    return Feasibility::no("Halide 14 is not installed (needs libhalide14-0-dev: " + std::string(kHalideInclude) +
-                           "/Halide.h and " + kHalideLib + ")");
+  if (!fs::exists(fs::path(kHalideInclude) / "Halide.h") || !fs::exists(kHalideLib)) {
+    return Feasibility::no("Halide 14 is not installed (needs libhalide14-0-dev: " +
+                           std::string(kHalideInclude) + "/Halide.h and " + kHalideLib + ")");
+  }
   if (auto why = halide::unsupported(c)) return Feasibility::no(*why);
   return Feasibility::yes();
 }
 
 KnobSpace HalideTrack::knobs(const CheckedContract& c, const target::MachineInfo& m) const {
   KnobSpace s;
-  s.add_choice("schedule", {"manual", "adams2019", "li2018", "mullapudi2016"}, "manual",
-               "manual: CAKE's schedule from these knobs; otherwise Halide's autoscheduler plugin of that name");
+  s.add_choice(
+      "schedule", {"manual", "adams2019", "li2018", "mullapudi2016"}, "manual",
+      "manual: CAKE's schedule from these knobs; otherwise Halide's autoscheduler plugin of that name");
   s.add_int("vector_width", {1, 4, 8, 16, 32}, default_vector_width(m), "f32 lanes of every vectorized loop");
-  s.add_bool("parallel", m.logical_cores > 1, "parallel loop over the rows (outermost pure variables) of each root stage");
-  s.add_int("task_rows", {0, 1, 4, 16, 64, 256}, 0, "rows per parallel task; 0: about 32K elements of work per task");
+  s.add_bool("parallel", m.logical_cores > 1,
+             "parallel loop over the rows (outermost pure variables) of each root stage");
+  s.add_int("task_rows", {0, 1, 4, 16, 64, 256}, 0,
+            "rows per parallel task; 0: about 32K elements of work per task");
   s.add_int("tile_m", {1, 2, 4, 6, 8}, 6, "register tile of contractions: rows (the reuse variable)");
   s.add_int("tile_n", {1, 2, 3, 4}, 2, "register tile of contractions: vectors along the innermost variable");
   s.add_int("unroll_k", {1, 2, 4}, 1, "unroll of the innermost reduction loop inside a register tile");
   s.add_choice("stages", {"auto", "inline", "at_row", "root"}, "auto",
-               "intermediate stages: auto (inline, or at the row loop when costly and read twice), inline, at_row, root");
+               "intermediate stages: auto (inline, or at the row loop when costly and read twice), inline, "
+               "at_row, root");
   s.add_bool("vectorize_reductions", true, "split reductions along a contiguous axis into vector lanes");
-  s.add_bool("transpose_inputs", true, "store an input transposed when a contraction vectorizes its non-last axis");
+  s.add_bool("transpose_inputs", true,
+             "store an input transposed when a contraction vectorizes its non-last axis");
   s.add_choice("accum_f32", {"f64", "f32"}, "f64", "accumulator of sums when the I/O dtype is f32");
   s.add_choice("accum_lowp", {"f32", "f64"}, "f32", "accumulator of sums when the I/O dtype is bf16 or f16");
-  s.add_bool("f64_elementwise", true,
-             "f32 I/O: elementwise arithmetic in f64 (no cancellation error near zero; exp / erf / tanh stay f32)");
+  s.add_bool(
+      "f64_elementwise", true,
+      "f32 I/O: elementwise arithmetic in f64 (no cancellation error near zero; exp / erf / tanh stay f32)");
   (void)c;
   return s;
 }
@@ -105,16 +112,17 @@ Artifact HalideTrack::lower(const CheckedContract& c, const target::MachineInfo&
   a.files.push_back({"wrapper.cpp", halide::wrapper_source(c)});
   a.files.push_back({"exports.map", "{\n  global: cake_run;\n  local: *;\n};\n"});
   for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
-  a.steps.push_back({{"g++", "-std=c++17", "-O0", "-w", std::string("-I") + kHalideInclude, "pipeline.cpp", "-o", "gen",
-                      kHalideLib, "-lpthread", "-ldl"},
+  a.steps.push_back({{"g++", "-std=c++17", "-O0", "-w", std::string("-I") + kHalideInclude, "pipeline.cpp",
+                      "-o", "gen", kHalideLib, "-lpthread", "-ldl"},
                      "compile-generator"});
   a.steps.push_back({{"./gen"}, "generate"});
-  a.steps.push_back({{"g++", "-std=c++17", "-O2", "-fPIC", std::string("-I") + kHalideInclude, "-I.", "-c", "wrapper.cpp",
-                      "-o", "wrapper.o"},
+  a.steps.push_back({{"g++", "-std=c++17", "-O2", "-fPIC", std::string("-I") + kHalideInclude, "-I.", "-c",
+                      "wrapper.cpp", "-o", "wrapper.o"},
                      "compile"});
   std::vector<std::string> link = {"g++", "-shared", "-fPIC", "-o", a.library, "wrapper.o"};
   for (DType d : c.contract.dtypes) link.push_back(halide::pipeline_function(d) + ".o");
-  link.insert(link.end(), {"halide_runtime.o", "-Wl,--version-script=exports.map", "-lpthread", "-ldl", "-lm"});
+  link.insert(link.end(),
+              {"halide_runtime.o", "-Wl,--version-script=exports.map", "-lpthread", "-ldl", "-lm"});
   a.steps.push_back({link, "link"});
   (void)kPluginDir;
   return a;

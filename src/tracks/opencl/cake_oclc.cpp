@@ -55,7 +55,14 @@ std::string rewrite_line(const std::string& line, const std::string& file) {
     }
     std::string msg = line.substr(q + 1);
     while (!msg.empty() && msg.front() == ' ') msg.erase(msg.begin());
-    return file + ":" + where + ": " + sev + ": " + msg;
+    std::string out = file;
+    out += ":";
+    out += where;
+    out += ": ";
+    out += sev;
+    out += ": ";
+    out += msg;
+    return out;
   }
   // A path ending in .cl followed by :LINE:COL: (clang's own format).
   const size_t pos = line.find(".cl:");
@@ -149,8 +156,12 @@ int main(int argc, char** argv) {
       if (printed.insert(out).second) std::cout << out << "\n";
     }
     if (rc != CL_SUCCESS) {
-      const std::string what = file + ":1:1: error: OpenCL build failed for " + opts +
-                               " (clBuildProgram returned " + std::to_string(rc) + ")";
+      std::string what = file;
+      what += ":1:1: error: OpenCL build failed for ";
+      what += opts;
+      what += " (clBuildProgram returned ";
+      what += std::to_string(rc);
+      what += ")";
       if (printed.empty() || rc != CL_BUILD_PROGRAM_FAILURE) std::cout << what << "\n";
       status = 1;
     }

@@ -138,7 +138,13 @@ class Emitter {
   std::string offset(const TensorInfo& t, const std::vector<std::string>& ix) {
     if (ix.empty()) return "0";
     std::string off = ix[0];
-    for (size_t a = 1; a < ix.size(); ++a) off = "(" + off + ") * " + size_code(*t.dims[a]) + " + " + ix[a];
+    for (size_t a = 1; a < ix.size(); ++a) {
+      off.insert(0, "(");
+      off += ") * ";
+      off += size_code(*t.dims[a]);
+      off += " + ";
+      off += ix[a];
+    }
     return off;
   }
 
@@ -264,9 +270,10 @@ class Emitter {
       case Fn::Min:
       case Fn::Max: {
         const char* fn = e.fn == Fn::Min ? "min" : "max";
-        if (fl)
+        if (fl) {
           return {std::string("cake_f") + fn + "(" + to_f(a[0], acc) + ", " + to_f(a[1], acc) + ")",
                   Type::Float, acc};
+        }
         return {std::string(fn) + "(" + to_i(a[0]) + ", " + to_i(a[1]) + ")", Type::Int};
       }
       case Fn::Abs:
@@ -337,19 +344,25 @@ class Emitter {
           a->kind == ExprKind::Var || a->kind == ExprKind::Number || a->kind == ExprKind::Size;
       if (!simple || (data && !e.padded)) {
         std::string name = fresh("i");
-        b.line(std::string(data && !e.padded ? "long " : "const long ") + name + " = " + code + ";");
+        std::string decl = data && !e.padded ? "long " : "const long ";
+        decl += name;
+        decl += " = ";
+        decl += code;
+        decl += ";";
+        b.line(decl);
         code = name;
       }
       ix.push_back(code);
       dd.push_back(data);
     }
     if (!e.padded) {
-      for (size_t a = 0; a < ix.size(); ++a)
+      for (size_t a = 0; a < ix.size(); ++a) {
         if (dd[a]) {
           const std::string dim = size_code(*t.dims[a]);
           b.line("if (" + ix[a] + " < 0 || " + ix[a] + " >= " + dim + ") { cake_err[0] = 1; " + ix[a] +
                  " = 0; }");
         }
+      }
       return load(e.slot, offset(t, ix));
     }
     std::string cond;
@@ -441,8 +454,24 @@ class Emitter {
       std::string lo = rv.lo ? to_i(emit(*rv.lo, b, false)) : "0";
       std::string hi = rv.lo ? to_i(emit(*rv.hi, b, false)) : size_code(*rv.extent);
       std::string h = fresh("h");
-      b.line("const long " + h + " = " + hi + ";");
-      b.line("for (long " + name + " = " + lo + "; " + name + " < " + h + "; ++" + name + ") {");
+      std::string bound = "const long ";
+      bound += h;
+      bound += " = ";
+      bound += hi;
+      bound += ";";
+      b.line(bound);
+      std::string head = "for (long ";
+      head += name;
+      head += " = ";
+      head += lo;
+      head += "; ";
+      head += name;
+      head += " < ";
+      head += h;
+      head += "; ++";
+      head += name;
+      head += ") {";
+      b.line(head);
       ++b.indent;
     }
     accumulate(e, b, r, best, arg ? (multi ? pos : var(e.rvars[0].slot)) : "");
@@ -598,9 +627,10 @@ class Emitter {
 
   std::string extent_product(const std::vector<int>& slots) {
     std::string p;
-    for (int v : slots)
+    for (int v : slots) {
       p += (p.empty() ? "" : " * ") + std::string("(") + size_code(*s_.var_extent[static_cast<size_t>(v)]) +
            ")";
+    }
     return p.empty() ? "1" : p;
   }
 
@@ -785,10 +815,11 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
     TensorPlan& tp = p.tensors[id];
     if (t.role == TensorRole::Input) continue;
     tp.scratch = t.role == TensorRole::Intermediate || tp.accumulated || read.count(static_cast<int>(id));
-    if (tp.accumulated)
+    if (tp.accumulated) {
       tp.scratch_type = "acc_t";
-    else
+    } else {
       tp.scratch_type = t.elem == Type::Float ? (st.all_acc ? "acc_t" : "float") : "long";
+    }
   }
 
   std::string src;
@@ -822,6 +853,7 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
   for (int si : c.order) {
     const te::Stmt& s = c.contract.compute[static_cast<size_t>(si)];
     std::vector<int> domain;
+    if (s.n_domain > 0) domain.reserve(static_cast<size_t>(s.n_domain));
     for (int v = 0; v < s.n_domain; ++v) domain.push_back(v);
     std::string line = std::to_string(s.pos.line);
     const std::string base = "k" + std::to_string(si) + "_" + s.target;
@@ -854,17 +886,33 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
         std::string code = Emitter::to_i(em.emit(*s.index[a], b, false));
         if (s.index[a]->kind != ExprKind::Var) {
           std::string name = em.fresh("t");
-          b.line("const long " + name + " = " + code + ";");
-          ok += (ok.empty() ? "" : " && ") + name + " >= 0 && " + name + " < " + em.size_code(*t.dims[a]);
+          std::string decl = "const long ";
+          decl += name;
+          decl += " = ";
+          decl += code;
+          decl += ";";
+          b.line(decl);
+          if (!ok.empty()) ok += " && ";
+          ok += name;
+          ok += " >= 0 && ";
+          ok += name;
+          ok += " < ";
+          ok += em.size_code(*t.dims[a]);
           code = name;
         }
         ix.push_back(code);
       }
       std::string upd = "w_" + t.name + "[" + em.offset(t, ix) + "] += " + Emitter::to_f(v, true) + ";";
-      if (ok.empty())
+      if (ok.empty()) {
         b.line(upd);
-      else
-        b.line("if (" + ok + ") " + upd + " else cake_err[0] = 1;");
+      } else {
+        std::string guarded = "if (";
+        guarded += ok;
+        guarded += ") ";
+        guarded += upd;
+        guarded += " else cake_err[0] = 1;";
+        b.line(guarded);
+      }
       while (b.indent > 1) {
         --b.indent;
         b.line("}");
@@ -877,18 +925,20 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
       kp.name = base;
       kp.stmt = si;
       std::string items;
-      for (int o : owners)
+      for (int o : owners) {
         items += (items.empty() ? "" : " * ") + std::string("(") +
                  emit_size_expr(*s.var_extent[static_cast<size_t>(o)]) + ")";
+      }
       kp.items = items.empty() ? "1" : items;
       p.kernels.push_back(kp);
       continue;
     }
 
     std::string items;
-    for (int v : domain)
+    for (int v : domain) {
       items += (items.empty() ? "" : " * ") + std::string("(") +
                emit_size_expr(*s.var_extent[static_cast<size_t>(v)]) + ")";
+    }
     if (items.empty()) items = "1";
 
     {  // one work-item per output element (ipw elements, grid-strided along the last axis)
@@ -935,9 +985,10 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
       if (rows) {
         kp.items = "(" + emit_size_expr(*s.var_extent[static_cast<size_t>(domain.back())]) + ")";
         std::string r;
-        for (int v2 : rest)
+        for (int v2 : rest) {
           r += (r.empty() ? "" : " * ") + std::string("(") +
                emit_size_expr(*s.var_extent[static_cast<size_t>(v2)]) + ")";
+        }
         kp.rows = r;
       } else {
         kp.items = items;
@@ -965,7 +1016,14 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
         len += (len.empty() ? "" : " * ") + e;
       }
       if (!wg_ok) break;
-      red_len = red_len.empty() ? len : "std::max<int64_t>(" + red_len + ", " + len + ")";
+      if (red_len.empty()) {
+        red_len = len;
+      } else {
+        red_len.insert(0, "std::max<int64_t>(");
+        red_len += ", ";
+        red_len += len;
+        red_len += ")";
+      }
     }
     if (wg_ok) {
       const int g = st.reduce_wg;

@@ -246,12 +246,14 @@ std::string emit_host(const CheckedContract& c, const Settings& st, const Plan& 
   // Arguments: the same list for every kernel.
   h += "  for (int k = 0; k < kKernels; ++k) {\n    cl_kernel kk = prog->k[k];\n    cl_uint a = 0;\n";
   for (const auto& m : arg_mems) h += "    CK(clSetKernelArg(kk, a++, sizeof(cl_mem), &" + m + "));\n";
-  for (const auto& z : c.sizes)
+  for (const auto& z : c.sizes) {
     h += "    { const cl_long v = (cl_long)" + size_id(z.name) +
          "; CK(clSetKernelArg(kk, a++, sizeof v, &v)); }\n";
-  for (const auto& prm : c.contract.params)
+  }
+  for (const auto& prm : c.contract.params) {
     h += "    { const cl_float v = (cl_float)" + param_id(prm.name) +
          "; CK(clSetKernelArg(kk, a++, sizeof v, &v)); }\n";
+  }
   h += "  }\n";
   // Enqueue in statement order.
   for (size_t i = 0; i < p.kernels.size(); ++i) {
@@ -265,9 +267,16 @@ std::string emit_host(const CheckedContract& c, const Settings& st, const Plan& 
     const std::string local = std::to_string(st.wg);
     if (k.kind == KernelPlan::Map) {
       std::string rows = k.rows.empty() ? "" : ", (size_t)rows";
-      const std::string serial = "enqueue(s.queue, " + ki + ", (size_t)((items + " +
-                                 std::to_string(st.ipw - 1) + ") / " + std::to_string(st.ipw) + "), " +
-                                 local + rows + ")";
+      std::string serial = "enqueue(s.queue, ";
+      serial += ki;
+      serial += ", (size_t)((items + ";
+      serial += std::to_string(st.ipw - 1);
+      serial += ") / ";
+      serial += std::to_string(st.ipw);
+      serial += "), ";
+      serial += local;
+      serial += rows;
+      serial += ")";
       const std::string all = k.rows.empty() ? "items" : "items * rows";
       if (wg_next) {
         const KernelPlan& w = p.kernels[i + 1];
@@ -283,7 +292,11 @@ std::string emit_host(const CheckedContract& c, const Settings& st, const Plan& 
         h += "      CK(" + serial + ");\n";
       }
     } else if (k.kind == KernelPlan::Scatter) {
-      h += "      CK(enqueue(s.queue, " + ki + ", (size_t)items, " + local + "));\n";
+      h += "      CK(enqueue(s.queue, ";
+      h += ki;
+      h += ", (size_t)items, ";
+      h += local;
+      h += "));\n";
     } else {
       h += "      CK(enqueue(s.queue, " + ki + ", (size_t)items, 0));\n";
     }
@@ -292,9 +305,10 @@ std::string emit_host(const CheckedContract& c, const Settings& st, const Plan& 
   h += "  CK(clFinish(s.queue));\n";
   h += "  cl_int bad = 0;\n  CK(clEnqueueReadBuffer(s.queue, s.err, CL_TRUE, 0, sizeof bad, &bad, 0, "
        "nullptr, nullptr));\n";
-  for (const auto& t : c.tensors)
+  for (const auto& t : c.tensors) {
     if (t.role == TensorRole::Output)
       h += "  CK(sync_to_host(s.queue, m_" + t.name + ", bytes_" + t.name + "));\n";
+  }
   h += "  CK(clFinish(s.queue));\n#undef CK\n  return bad ? CAKE_ERR_INDEX : CAKE_OK;\n}\n";
   return h;
 }
@@ -307,10 +321,12 @@ Feasibility OpenclTrack::feasible(const CheckedContract& c, const target::Machin
     if (l.name == "opencl") lane = &l;
   if (!lane) return Feasibility::no("the machine description has no opencl lane");
   if (!lane->admitted) return Feasibility::no("the opencl lane is not admitted: " + lane->detail);
-  for (DType d : c.contract.dtypes)
-    if (d != DType::f32 && d != DType::f16 && d != DType::bf16)
+  for (DType d : c.contract.dtypes) {
+    if (d != DType::f32 && d != DType::f16 && d != DType::bf16) {
       return Feasibility::no("operator dtype " + std::string(dtype_name(d)) +
                              ": the opencl track builds f32, f16 and bf16 operators only");
+    }
+  }
   for (const auto& t : c.tensors)
     if (t.dims.size() > CAKE_MAX_RANK) return Feasibility::no("tensor '" + t.name + "' has rank above 8");
   try {

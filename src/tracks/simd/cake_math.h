@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdint>
 
-static inline void cake_set_error(int* err, int code) { __atomic_store_n(err, code, __ATOMIC_RELAXED); }
+static inline void cake_set_error(int* err, int code) {
+  __atomic_store_n(err, code, __ATOMIC_RELAXED);
+}
 
 template <class T>
 static inline T cake_fmax(T a, T b) {
@@ -44,7 +46,9 @@ static inline float cake_exp(float x) {
   const float y = p * s1 * s2;
   return nan ? x : y;
 }
-static inline double cake_exp(double x) { return std::exp(x); }
+static inline double cake_exp(double x) {
+  return std::exp(x);
+}
 
 // erfc(a) for a >= 0: t·exp(-a² + P(t)), t = 1/(1 + a/2) (fractional error below 1.2e-7 in exact arithmetic).
 static inline float cake_erfc_nonneg(float a) {
@@ -78,7 +82,9 @@ static inline float cake_erf(float x) {
   const float big = std::copysign(1.0f - cake_erfc_nonneg(a), x);
   return a < 0.5f ? cake_erf_small(x) : big;
 }
-static inline double cake_erf(double x) { return std::erf(x); }
+static inline double cake_erf(double x) {
+  return std::erf(x);
+}
 
 // 1 + erf(z), without the cancellation of the sum where erf(z) is near -1: erfc(|z|) there. One erfc
 // serves both signs (1 + erf(z) = 2 - erfc(z) above 0.5).
@@ -87,7 +93,13 @@ static inline float cake_erf1p(float z) {
   const float big = z < 0.0f ? ec : 2.0f - ec;
   return std::fabs(z) < 0.5f ? 1.0f + cake_erf_small(z) : big;
 }
-static inline double cake_erf1p(double z) { return std::erfc(-z); }
+static inline double cake_erf1p(double z) {
+  return std::erfc(-z);
+}
 
-static inline float cake_sigmoid(float x) { return 1.0f / (1.0f + cake_exp(-x)); }
-static inline double cake_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+static inline float cake_sigmoid(float x) {
+  return 1.0f / (1.0f + cake_exp(-x));
+}
+static inline double cake_sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}

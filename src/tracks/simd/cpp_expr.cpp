@@ -27,9 +27,12 @@ bool contains_reduce(const Expr& e) {
 
 std::string CppExprEmitter::type_of(Type t) const {
   switch (t) {
-    case Type::Int: return "int64_t";
-    case Type::Bool: return "bool";
-    case Type::Float: return o_.real;
+    case Type::Int:
+      return "int64_t";
+    case Type::Bool:
+      return "bool";
+    case Type::Float:
+      return o_.real;
   }
   return o_.real;
 }
@@ -42,10 +45,14 @@ std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::str
       if (std::isinf(e.number)) return fmt::format("(({})({}INFINITY))", o_.real, e.number < 0 ? "-" : "");
       if (e.type == Type::Int) return fmt::format("INT64_C({})", static_cast<int64_t>(e.number));
       return fmt::format("(({}){:.17g})", o_.real, e.number);
-    case ExprKind::Var: return var_id(s_.vars.at(static_cast<size_t>(e.slot)));
-    case ExprKind::Size: return size_id(e.name);
-    case ExprKind::Param: return fmt::format("(({}){})", o_.real, param_id(e.name));
-    case ExprKind::Read: return read(e, pre, ind);
+    case ExprKind::Var:
+      return var_id(s_.vars.at(static_cast<size_t>(e.slot)));
+    case ExprKind::Size:
+      return size_id(e.name);
+    case ExprKind::Param:
+      return fmt::format("(({}){})", o_.real, param_id(e.name));
+    case ExprKind::Read:
+      return read(e, pre, ind);
     case ExprKind::Unary: {
       const std::string a = emit(*e.args[0], pre, ind);
       return e.op == Op::Neg ? "(-" + a + ")" : "(!" + a + ")";
@@ -56,38 +63,55 @@ std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::str
         for (int side = 0; side < 2; ++side) {
           const Expr& one = *e.args[static_cast<size_t>(side)];
           const Expr& other = *e.args[static_cast<size_t>(1 - side)];
-          if (one.kind == ExprKind::Number && one.number == 1.0 && other.kind == ExprKind::Call && other.fn == Fn::Erf)
+          if (one.kind == ExprKind::Number && one.number == 1.0 && other.kind == ExprKind::Call &&
+              other.fn == Fn::Erf)
             return fmt::format("cake_erf1p(({})({}))", o_.real, emit(*other.args[0], pre, ind));
         }
       }
       const std::string a = emit(*e.args[0], pre, ind), b = emit(*e.args[1], pre, ind);
       const bool ints = e.args[0]->type != Type::Float && e.args[1]->type != Type::Float;
       switch (e.op) {
-        case Op::Add: return "(" + a + " + " + b + ")";
-        case Op::Sub: return "(" + a + " - " + b + ")";
-        case Op::Mul: return "(" + a + " * " + b + ")";
+        case Op::Add:
+          return "(" + a + " + " + b + ")";
+        case Op::Sub:
+          return "(" + a + " - " + b + ")";
+        case Op::Mul:
+          return "(" + a + " * " + b + ")";
         case Op::Div:
           if (ints) return "cake_floordiv(" + a + ", " + b + ")";
           return fmt::format("(({}){} / ({}){})", o_.real, a, o_.real, b);
         case Op::Mod:
           if (ints) return "cake_floormod(" + a + ", " + b + ")";
           return fmt::format("std::fmod(({}){}, ({}){})", o_.real, a, o_.real, b);
-        case Op::Lt: return "(" + a + " < " + b + ")";
-        case Op::Le: return "(" + a + " <= " + b + ")";
-        case Op::Gt: return "(" + a + " > " + b + ")";
-        case Op::Ge: return "(" + a + " >= " + b + ")";
-        case Op::Eq: return "(" + a + " == " + b + ")";
-        case Op::Ne: return "(" + a + " != " + b + ")";
-        case Op::And: return "(" + a + " && " + b + ")";
-        case Op::Or: return "(" + a + " || " + b + ")";
-        default: break;
+        case Op::Lt:
+          return "(" + a + " < " + b + ")";
+        case Op::Le:
+          return "(" + a + " <= " + b + ")";
+        case Op::Gt:
+          return "(" + a + " > " + b + ")";
+        case Op::Ge:
+          return "(" + a + " >= " + b + ")";
+        case Op::Eq:
+          return "(" + a + " == " + b + ")";
+        case Op::Ne:
+          return "(" + a + " != " + b + ")";
+        case Op::And:
+          return "(" + a + " && " + b + ")";
+        case Op::Or:
+          return "(" + a + " || " + b + ")";
+        default:
+          break;
       }
       break;
     }
-    case ExprKind::Call: return call(e, pre, ind);
-    case ExprKind::Cast: return cast(e, pre, ind);
-    case ExprKind::Reduce: return reduce(e, pre, ind);
-    default: break;
+    case ExprKind::Call:
+      return call(e, pre, ind);
+    case ExprKind::Cast:
+      return cast(e, pre, ind);
+    case ExprKind::Reduce:
+      return reduce(e, pre, ind);
+    default:
+      break;
   }
   throw Error(fmt::format("simd: cannot lower '{}' at {}:{}", te::print_expr(e), e.pos.line, e.pos.col));
 }
@@ -95,8 +119,8 @@ std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::str
 std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::string& ind_in) {
   const TensorInfo& t = c_.tensors.at(static_cast<size_t>(e.slot));
   const bool hoist = hoist_ && depth_ == 0 && !te::any_of(e, [&](const Expr& x) {
-    return x.kind == ExprKind::Var && x.slot == hoist_slot_;
-  });
+                       return x.kind == ExprKind::Var && x.slot == hoist_slot_;
+                     });
   std::string& pre = hoist ? *hoist_ : pre_in;
   const std::string& ind = hoist ? hoist_indent_ : ind_in;
   std::vector<std::string> idx;
@@ -115,8 +139,9 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     if (e.padded) {
       inside += fmt::format("{}((uint64_t){} < (uint64_t){})", inside.empty() ? "" : " && ", name, dim);
     } else if (contains_read(ix)) {  // data-dependent: checked here, reported through err
-      pre += fmt::format("{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); {} = 0; }}\n",
-                         ind, name, dim, name);
+      pre += fmt::format(
+          "{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); {} = 0; }}\n", ind,
+          name, dim, name);
     }
     idx.push_back(name);
   }
@@ -128,10 +153,11 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside);
     for (std::string& i : idx) i = fmt::format("({} ? {} : 0)", ok, i);  // never address outside the tensor
     const std::string pad = e.pad_value ? emit(*e.pad_value, pre, ind) : "0";
-    value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type), pad);
+    value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type),
+                        pad);
   }
   if (!hoist) return value;
-  const std::string h = fresh("h");
+  std::string h = fresh("h");
   pre += fmt::format("{}const {} {} = {};\n", ind, type_of(e.type), h, value);
   return h;
 }
@@ -141,46 +167,73 @@ std::string CppExprEmitter::call(const Expr& e, std::string& pre, const std::str
   for (const te::ExprPtr& x : e.args) a.push_back(emit(*x, pre, ind));
   const bool f = e.type == Type::Float;
   const std::string R = o_.real;
-  auto real = [&](size_t i) { return e.args[i]->type == Type::Float ? a[i] : fmt::format("(({}){})", R, a[i]); };
+  auto real = [&](size_t i) {
+    return e.args[i]->type == Type::Float ? a[i] : fmt::format("(({}){})", R, a[i]);
+  };
   switch (e.fn) {
     case Fn::Where:
       return fmt::format("({} ? ({}){} : ({}){})", a[0], type_of(e.type), a[1], type_of(e.type), a[2]);
-    case Fn::Min: return f ? fmt::format("cake_fmin({}, {})", real(0), real(1)) : fmt::format("std::min<int64_t>({}, {})", a[0], a[1]);
-    case Fn::Max: return f ? fmt::format("cake_fmax({}, {})", real(0), real(1)) : fmt::format("std::max<int64_t>({}, {})", a[0], a[1]);
-    case Fn::Abs: return f ? fmt::format("std::fabs({})", a[0]) : fmt::format("std::llabs({})", a[0]);
-    case Fn::Exp: return fmt::format("cake_exp({})", real(0));
-    case Fn::Log: return fmt::format("std::log({})", real(0));
-    case Fn::Sqrt: return fmt::format("std::sqrt({})", real(0));
-    case Fn::Rsqrt: return fmt::format("(({})1 / std::sqrt({}))", R, real(0));
-    case Fn::Tanh: return fmt::format("std::tanh({})", real(0));
-    case Fn::Erf: return fmt::format("cake_erf({})", real(0));
-    case Fn::Sigmoid: return fmt::format("cake_sigmoid({})", real(0));
-    case Fn::Sin: return fmt::format("std::sin({})", real(0));
-    case Fn::Cos: return fmt::format("std::cos({})", real(0));
-    case Fn::Pow: return fmt::format("std::pow({}, {})", real(0), real(1));
-    case Fn::Floor: return fmt::format("std::floor({})", real(0));
-    case Fn::Ceil: return fmt::format("std::ceil({})", real(0));
-    case Fn::Round: return fmt::format("std::nearbyint({})", real(0));  // half to even (default rounding mode)
+    case Fn::Min:
+      return f ? fmt::format("cake_fmin({}, {})", real(0), real(1))
+               : fmt::format("std::min<int64_t>({}, {})", a[0], a[1]);
+    case Fn::Max:
+      return f ? fmt::format("cake_fmax({}, {})", real(0), real(1))
+               : fmt::format("std::max<int64_t>({}, {})", a[0], a[1]);
+    case Fn::Abs:
+      return f ? fmt::format("std::fabs({})", a[0]) : fmt::format("std::llabs({})", a[0]);
+    case Fn::Exp:
+      return fmt::format("cake_exp({})", real(0));
+    case Fn::Log:
+      return fmt::format("std::log({})", real(0));
+    case Fn::Sqrt:
+      return fmt::format("std::sqrt({})", real(0));
+    case Fn::Rsqrt:
+      return fmt::format("(({})1 / std::sqrt({}))", R, real(0));
+    case Fn::Tanh:
+      return fmt::format("std::tanh({})", real(0));
+    case Fn::Erf:
+      return fmt::format("cake_erf({})", real(0));
+    case Fn::Sigmoid:
+      return fmt::format("cake_sigmoid({})", real(0));
+    case Fn::Sin:
+      return fmt::format("std::sin({})", real(0));
+    case Fn::Cos:
+      return fmt::format("std::cos({})", real(0));
+    case Fn::Pow:
+      return fmt::format("std::pow({}, {})", real(0), real(1));
+    case Fn::Floor:
+      return fmt::format("std::floor({})", real(0));
+    case Fn::Ceil:
+      return fmt::format("std::ceil({})", real(0));
+    case Fn::Round:
+      return fmt::format("std::nearbyint({})", real(0));  // half to even (default rounding mode)
   }
   throw Error("simd: unknown function");
 }
 
 std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::string& ind) {
-  const std::string a = emit(*e.args[0], pre, ind);
+  std::string a = emit(*e.args[0], pre, ind);
   switch (e.cast_to) {
-    case DType::f32: return fmt::format("(({})(float)({}))", o_.real, a);
-    case DType::bf16: return fmt::format("(({})cake_bf16_to_f32(cake_f32_to_bf16((float)({}))))", o_.real, a);
-    case DType::f16: return fmt::format("(({})cake_f16_to_f32(cake_f32_to_f16((float)({}))))", o_.real, a);
-    case DType::i8: return fmt::format("((int64_t)cake_to_i8((double)({})))", a);
-    case DType::i32: return fmt::format("((int64_t)cake_to_i32((double)({})))", a);
-    case DType::i64: return fmt::format("cake_to_i64((double)({}))", a);
-    case DType::boolean: return fmt::format("(({}) != 0)", a);
+    case DType::f32:
+      return fmt::format("(({})(float)({}))", o_.real, a);
+    case DType::bf16:
+      return fmt::format("(({})cake_bf16_to_f32(cake_f32_to_bf16((float)({}))))", o_.real, a);
+    case DType::f16:
+      return fmt::format("(({})cake_f16_to_f32(cake_f32_to_f16((float)({}))))", o_.real, a);
+    case DType::i8:
+      return fmt::format("((int64_t)cake_to_i8((double)({})))", a);
+    case DType::i32:
+      return fmt::format("((int64_t)cake_to_i32((double)({})))", a);
+    case DType::i64:
+      return fmt::format("cake_to_i64((double)({}))", a);
+    case DType::boolean:
+      return fmt::format("(({}) != 0)", a);
   }
   return a;
 }
 
 std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::string& ind) {
-  const std::string r = fresh("r");
+  std::string r = fresh("r");
   const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
   const bool ints = e.args[0]->type != Type::Float && !arg;
   const std::string acc = ints ? "int64_t" : arg ? o_.real : o_.acc;
@@ -193,16 +246,27 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
                     e.reduce == ReduceOp::Prod);
   const char* id = "0";
   switch (e.reduce) {
-    case ReduceOp::Sum: id = "0"; break;
-    case ReduceOp::Prod: id = "1"; break;
-    case ReduceOp::Max: case ReduceOp::ArgMax: id = ints ? "INT64_MIN" : "-INFINITY"; break;
-    case ReduceOp::Min: case ReduceOp::ArgMin: id = ints ? "INT64_MAX" : "INFINITY"; break;
+    case ReduceOp::Sum:
+      id = "0";
+      break;
+    case ReduceOp::Prod:
+      id = "1";
+      break;
+    case ReduceOp::Max:
+    case ReduceOp::ArgMax:
+      id = ints ? "INT64_MIN" : "-INFINITY";
+      break;
+    case ReduceOp::Min:
+    case ReduceOp::ArgMin:
+      id = ints ? "INT64_MAX" : "INFINITY";
+      break;
   }
   if (arg) {
     pre += fmt::format("{}{} {}_best = {}; int64_t {} = 0, {}_pos = 0;\n", ind, acc, r, id, r, r);
   } else {
     pre += fmt::format("{}{} {} = {};\n", ind, acc, r, id);
-    if (!ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min)) pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
+    if (!ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
+      pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
   }
   std::string open, close, inner = ind;
   for (size_t d = 0; d < e.rvars.size(); ++d) {
@@ -216,12 +280,17 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
       hi = emit_size_expr(*rv.extent);
     }
     if (vec) {
-      const char* op = e.reduce == ReduceOp::Sum ? "+" : e.reduce == ReduceOp::Prod ? "*" : e.reduce == ReduceOp::Max ? "max" : "min";
+      const char* op = e.reduce == ReduceOp::Sum    ? "+"
+                       : e.reduce == ReduceOp::Prod ? "*"
+                       : e.reduce == ReduceOp::Max  ? "max"
+                                                    : "min";
       open += fmt::format("{}#pragma omp simd reduction({}:{}){}\n", inner, op, r,
-                          (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && !ints ? fmt::format(" reduction(|:{}_nan)", r) : "");
+                          (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && !ints
+                              ? fmt::format(" reduction(|:{}_nan)", r)
+                              : "");
     }
     open += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", inner, v, lo, v, hi, v);
-    close = inner + "}\n" + close;
+    close.insert(0, inner + "}\n");
     inner += "  ";
   }
   std::string body_pre;
@@ -230,29 +299,40 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   --depth_;
   std::string step;
   switch (e.reduce) {
-    case ReduceOp::Sum: step = fmt::format("{}{} += {};\n", inner, r, b); break;
-    case ReduceOp::Prod: step = fmt::format("{}{} *= {};\n", inner, r, b); break;
-    case ReduceOp::Max: case ReduceOp::Min: {
+    case ReduceOp::Sum:
+      step = fmt::format("{}{} += {};\n", inner, r, b);
+      break;
+    case ReduceOp::Prod:
+      step = fmt::format("{}{} *= {};\n", inner, r, b);
+      break;
+    case ReduceOp::Max:
+    case ReduceOp::Min: {
       const char* cmp = e.reduce == ReduceOp::Max ? ">" : "<";
       if (ints) {
         step = fmt::format("{}{{ const int64_t x = {}; {} = x {} {} ? x : {}; }}\n", inner, b, r, cmp, r, r);
       } else {
-        step = fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", inner, o_.acc, b, r, r,
-                           cmp, r, r);
+        step = fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", inner,
+                           o_.acc, b, r, r, cmp, r, r);
       }
       break;
     }
-    case ReduceOp::ArgMax: case ReduceOp::ArgMin: {
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
       const char* cmp = e.reduce == ReduceOp::ArgMax ? ">" : "<";
       // the first maximum wins; the first NaN wins over everything after it
       const std::string at = single ? var_id(s_.vars.at(static_cast<size_t>(e.rvars[0].slot))) : r + "_pos";
-      step = fmt::format("{}{{ const {} x = {}; if ({}_best == {}_best && (x != x || x {} {}_best)) {{ {}_best = x; {} = {}; }} }}\n",
-                         inner, o_.real, b, r, r, cmp, r, r, r, at);
+      step = fmt::format(
+          "{}{{ const {} x = {}; if ({}_best == {}_best && (x != x || x {} {}_best)) {{ {}_best = x; {} = "
+          "{}; }} }}\n",
+          inner, o_.real, b, r, r, cmp, r, r, r, at);
       if (!single) step += fmt::format("{}++{}_pos;\n", inner, r);
       break;
     }
   }
-  pre += open + body_pre + step + close;
+  pre += open;
+  pre += body_pre;
+  pre += step;
+  pre += close;
   if (!arg && !ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
     pre += fmt::format("{}if ({}_nan) {} = NAN;\n", ind, r, r);
   if (arg) return r;

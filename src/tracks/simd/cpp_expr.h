@@ -12,8 +12,8 @@
 namespace cake::tracks::simd {
 
 struct ExprOptions {
-  std::string real = "float";  // the type of Float-typed expressions
-  std::string acc = "float";   // the type of sum / prod accumulators
+  std::string real = "float";     // the type of Float-typed expressions
+  std::string acc = "float";      // the type of sum / prod accumulators
   bool vector_reductions = true;  // `#pragma omp simd reduction` on innermost sum/max/min loops
 };
 

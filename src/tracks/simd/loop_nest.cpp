@@ -42,7 +42,8 @@ struct Group {
   int prefix = 0;
 };
 
-// A matmul-like statement: `reduce` = sum(k: a * b) with a indexed by (batch.., i, k) and b by (batch.., k, j).
+// A matmul-like statement: `reduce` = sum(k: a * b) with a indexed by (batch.., i, k) and b by (batch.., k,
+// j).
 struct Contraction {
   const Expr* reduce = nullptr;
   const Expr* a = nullptr;
@@ -71,7 +72,9 @@ class Lowering {
   std::string linear(int id, const std::vector<std::string>& idx, int from_axis) const;
   std::string access(int id, const std::vector<std::string>& idx, int prefix) const;
   std::string store(int id, const std::string& lin, const std::string& value) const;
-  std::string omp_threads() const { return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : ""; }
+  std::string omp_threads() const {
+    return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : "";
+  }
   std::string work_if(const std::string& work) const {
     return fmt::format(" if(({}) >= INT64_C({}))", work, o_.parallel_min_work);
   }
@@ -101,9 +104,11 @@ bool Lowering::fusable(const Group& g, int si, int p) const {
   const Stmt& s = stmt(si);
   if (s.accumulate || s.n_domain < p) return false;
   const Stmt& first = stmt(g.stmts.front());
-  for (int k = 0; k < p; ++k)
-    if (te::print_expr(*s.var_extent[static_cast<size_t>(k)]) != te::print_expr(*first.var_extent[static_cast<size_t>(k)]))
+  for (int k = 0; k < p; ++k) {
+    if (te::print_expr(*s.var_extent[static_cast<size_t>(k)]) !=
+        te::print_expr(*first.var_extent[static_cast<size_t>(k)]))
       return false;
+  }
   std::set<int> defined;
   for (int m : g.stmts) defined.insert(stmt(m).tensor);
   defined.insert(s.tensor);
@@ -141,16 +146,20 @@ void Lowering::plan() {
       if (e.kind == ExprKind::Read) reads[static_cast<size_t>(e.slot)]++;
       return false;
     });
-    for (const te::ExprPtr& ix : s.index)
+    for (const te::ExprPtr& ix : s.index) {
       te::any_of(*ix, [&](const Expr& e) {
         if (e.kind == ExprKind::Read) reads[static_cast<size_t>(e.slot)]++;
         return false;
       });
+    }
   }
   for (size_t t = 0; t < nt; ++t) {
     const TensorInfo& ti = c_.tensors[t];
-    if (ti.role == TensorRole::Input) storage_[t] = Storage::Input;
-    else if (ti.role == TensorRole::Intermediate || reads[t] || defs[t] > 1 || accum[t]) storage_[t] = Storage::Buffer;
+    if (ti.role == TensorRole::Input) {
+      storage_[t] = Storage::Input;
+    } else if (ti.role == TensorRole::Intermediate || reads[t] || defs[t] > 1 || accum[t]) {
+      storage_[t] = Storage::Buffer;
+    }
   }
   // Groups, greedily in execution order.
   for (int si : c_.order) {
@@ -179,8 +188,11 @@ void Lowering::plan() {
       bool outside = false;
       for (const Group& h : groups_) {
         if (&h == &g) continue;
-        for (int sj : h.stmts)
-          if (te::any_of(*stmt(sj).rhs, [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == t; })) outside = true;
+        for (int sj : h.stmts) {
+          if (te::any_of(*stmt(sj).rhs,
+                         [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == t; }))
+            outside = true;
+        }
       }
       if (!outside) {
         storage_[static_cast<size_t>(t)] = Storage::RowLocal;
@@ -198,7 +210,8 @@ void Lowering::plan() {
 std::string Lowering::linear(int id, const std::vector<std::string>& idx, int from) const {
   if (static_cast<int>(idx.size()) <= from) return "0";
   std::string s = idx[static_cast<size_t>(from)];
-  for (size_t k = static_cast<size_t>(from) + 1; k < idx.size(); ++k) s = fmt::format("({}) * {} + {}", s, dim(id, k), idx[k]);
+  for (size_t k = static_cast<size_t>(from) + 1; k < idx.size(); ++k)
+    s = fmt::format("({}) * {} + {}", s, dim(id, k), idx[k]);
   return s;
 }
 
@@ -219,14 +232,20 @@ std::string Lowering::access_linear(int id, const std::string& lin) const {
     case Storage::Direct: {
       if (!t.fixed_dtype) return fmt::format("IO::ld({}, {})", name, lin);
       switch (*t.fixed_dtype) {
-        case DType::f32: return fmt::format("(({}){}[{}])", real_, name, lin);
-        case DType::f16: return fmt::format("(({})cake_f16_to_f32({}[{}]))", real_, name, lin);
-        case DType::bf16: return fmt::format("(({})cake_bf16_to_f32({}[{}]))", real_, name, lin);
-        default: return fmt::format("((int64_t){}[{}])", name, lin);
+        case DType::f32:
+          return fmt::format("(({}){}[{}])", real_, name, lin);
+        case DType::f16:
+          return fmt::format("(({})cake_f16_to_f32({}[{}]))", real_, name, lin);
+        case DType::bf16:
+          return fmt::format("(({})cake_bf16_to_f32({}[{}]))", real_, name, lin);
+        default:
+          return fmt::format("((int64_t){}[{}])", name, lin);
       }
     }
-    case Storage::Buffer: return fmt::format("b_{}[{}]", t.name, lin);
-    case Storage::RowLocal: break;
+    case Storage::Buffer:
+      return fmt::format("b_{}[{}]", t.name, lin);
+    case Storage::RowLocal:
+      break;
   }
   throw Error("simd: row-local tensor '" + t.name + "' read by offset");
 }
@@ -237,13 +256,20 @@ std::string Lowering::store(int id, const std::string& lin, const std::string& v
   const std::string name = tensor_id(t.name);
   if (!t.fixed_dtype) return fmt::format("IO::st({}, {}, {});", name, lin, value);
   switch (*t.fixed_dtype) {
-    case DType::f32: return fmt::format("{}[{}] = (float)({});", name, lin, value);
-    case DType::f16: return fmt::format("{}[{}] = cake_f32_to_f16((float)({}));", name, lin, value);
-    case DType::bf16: return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
-    case DType::i8: return fmt::format("{}[{}] = cake_to_i8((double)({}));", name, lin, value);
-    case DType::i32: return fmt::format("{}[{}] = cake_to_i32((double)({}));", name, lin, value);
-    case DType::i64: return fmt::format("{}[{}] = cake_to_i64((double)({}));", name, lin, value);
-    case DType::boolean: return fmt::format("{}[{}] = (({}) != 0);", name, lin, value);
+    case DType::f32:
+      return fmt::format("{}[{}] = (float)({});", name, lin, value);
+    case DType::f16:
+      return fmt::format("{}[{}] = cake_f32_to_f16((float)({}));", name, lin, value);
+    case DType::bf16:
+      return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
+    case DType::i8:
+      return fmt::format("{}[{}] = cake_to_i8((double)({}));", name, lin, value);
+    case DType::i32:
+      return fmt::format("{}[{}] = cake_to_i32((double)({}));", name, lin, value);
+    case DType::i64:
+      return fmt::format("{}[{}] = cake_to_i64((double)({}));", name, lin, value);
+    case DType::boolean:
+      return fmt::format("{}[{}] = (({}) != 0);", name, lin, value);
   }
   return "";
 }
@@ -276,6 +302,7 @@ std::string Lowering::emit_statement_body(int si, int prefix, const std::string&
   std::string pre;
   const std::string value = em.emit(*s.rhs, pre, ind);
   std::vector<std::string> idx;
+  idx.reserve(static_cast<size_t>(s.n_domain));
   for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
   std::string out = outer + hoist + inner_head + pre;
   const Storage st = storage_[static_cast<size_t>(s.tensor)];
@@ -306,7 +333,8 @@ std::string Lowering::emit_accumulate(int si) {
     for (size_t k = 0; k < tensor(id).dims.size(); ++k) n += " * " + dim(id, k);
     return n;
   }();
-  if (!defined_before) out += fmt::format("    std::fill_n(b_{}, {}, ({})0);\n", tensor(id).name, numel, elem_type(id));
+  if (!defined_before)
+    out += fmt::format("    std::fill_n(b_{}, {}, ({})0);\n", tensor(id).name, numel, elem_type(id));
   // A domain variable that indexes the target directly: each thread owns a contiguous range of it (and so
   // a slice of the target), looping over it innermost; the other variables run serially outside it.
   int par = -1;
@@ -319,7 +347,8 @@ std::string Lowering::emit_accumulate(int si) {
   std::string ind = "    ";
   if (par >= 0) {
     const std::string ext = emit_size_expr(*s.var_extent[static_cast<size_t>(par)]);
-    out += fmt::format("{}#pragma omp parallel{}{}\n{}{{\n", ind, omp_threads(), work_if(extents_product(s, 0, s.n_domain)), ind);
+    out += fmt::format("{}#pragma omp parallel{}{}\n{}{{\n", ind, omp_threads(),
+                       work_if(extents_product(s, 0, s.n_domain)), ind);
     ind += "  ";
     out += fmt::format("{}const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();\n", ind);
     out += fmt::format("{}const int64_t lo = {} * tid / nt, hi = {} * (tid + 1) / nt;\n", ind, ext, ext);
@@ -344,8 +373,9 @@ std::string Lowering::emit_accumulate(int si) {
     const std::string name = fmt::format("o{}", a);
     const std::string v = em.emit(ix, pre, ind);
     pre += fmt::format("{}const int64_t {} = {};\n", ind, name, v);
-    pre += fmt::format("{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); continue; }}\n", ind,
-                       name, dim(id, a));
+    pre += fmt::format(
+        "{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); continue; }}\n", ind,
+        name, dim(id, a));
     idx.push_back(name);
   }
   const std::string value = em.emit(*s.rhs, pre, ind);
@@ -397,8 +427,10 @@ std::optional<Contraction> Lowering::match_contraction(const Group& g) const {
     const Storage st = storage_[static_cast<size_t>(x.slot)];
     if (st != Storage::Input && st != Storage::Buffer) return false;
     std::set<int> seen;
-    for (const te::ExprPtr& ix : x.args)
-      if (ix->kind != ExprKind::Var || !seen.insert(ix->slot).second || (ix->slot >= n && ix->slot != k)) return false;
+    for (const te::ExprPtr& ix : x.args) {
+      if (ix->kind != ExprKind::Var || !seen.insert(ix->slot).second || (ix->slot >= n && ix->slot != k))
+        return false;
+    }
     return true;
   };
   auto uses = [](const Expr& x, int slot) {
@@ -410,7 +442,8 @@ std::optional<Contraction> Lowering::match_contraction(const Group& g) const {
   const Expr* y = body.args[1].get();
   if (!plain(*x) || !plain(*y)) return std::nullopt;
   if (uses(*y, i) && !uses(*y, j)) std::swap(x, y);
-  if (!(uses(*x, i) && uses(*x, k) && !uses(*x, j) && uses(*y, k) && uses(*y, j) && !uses(*y, i))) return std::nullopt;
+  if (!(uses(*x, i) && uses(*x, k) && !uses(*x, j) && uses(*y, k) && uses(*y, j) && !uses(*y, i)))
+    return std::nullopt;
   return Contraction{&r, x, y, k};
 }
 
@@ -421,23 +454,28 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const std::string ext_i = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 2)]);
   const std::string ext_j = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]);
   const std::string ext_k = emit_size_expr(*s.var_extent[static_cast<size_t>(mm.k)]);
-  std::string out = fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr, o_.nv,
-                                tensor(mm.b->slot).name);
+  std::string out =
+      fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr,
+                  o_.nv, tensor(mm.b->slot).name);
   for (int si : g.stmts) out += "    //   " + te::print_stmt(stmt(si)) + "\n";
-  out += fmt::format("    constexpr int MR = {}, NV = {};\n    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", o_.mr,
-                     o_.nv, acc_t);
+  out += fmt::format(
+      "    constexpr int MR = {}, NV = {};\n    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", o_.mr,
+      o_.nv, acc_t);
   out += fmt::format("    const int64_t cI = {}, cJ = {}, cK = {};\n", ext_i, ext_j, ext_k);
   std::string nb = "INT64_C(1)";
   for (int b = 0; b < n - 2; ++b) nb += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
   out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
-  out += fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if("nbatch * cI * cJ * cK"));
-  out += fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t, next_scratch_++);
+  out +=
+      fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if("nbatch * cI * cJ * cK"));
+  out +=
+      fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t, next_scratch_++);
   out += fmt::format("      alignas(64) {} tile[MR * NR];\n", acc_t);
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
-    if (storage_[static_cast<size_t>(t)] == Storage::RowLocal)
-      out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, 1);\n", elem_type(t), tensor(t).name, elem_type(t),
-                         scratch_slot_[static_cast<size_t>(t)]);
+    if (storage_[static_cast<size_t>(t)] == Storage::RowLocal) {
+      out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, 1);\n", elem_type(t), tensor(t).name,
+                         elem_type(t), scratch_slot_[static_cast<size_t>(t)]);
+    }
   }
   out += "      #pragma omp for collapse(2) schedule(static)\n";
   out += "      for (int64_t bt = 0; bt < nbatch; ++bt)\n      for (int64_t jp = 0; jp < npanel; ++jp) {\n";
@@ -457,10 +495,10 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     for (int b = 0; b < n - 2; ++b) o += fmt::format(" + ax{} * {}", b, var_coefficient(rd, b));
     return o;
   };
-  out += fmt::format("{}const int64_t abase = {}, asi = {}, ask = {};\n", ind, base(*mm.a), var_coefficient(*mm.a, n - 2),
-                     var_coefficient(*mm.a, mm.k));
-  out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b), var_coefficient(*mm.b, n - 1),
-                     var_coefficient(*mm.b, mm.k));
+  out += fmt::format("{}const int64_t abase = {}, asi = {}, ask = {};\n", ind, base(*mm.a),
+                     var_coefficient(*mm.a, n - 2), var_coefficient(*mm.a, mm.k));
+  out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b),
+                     var_coefficient(*mm.b, n - 1), var_coefficient(*mm.b, mm.k));
   out += ind + "const int64_t j0 = jp * NR, jn = std::min<int64_t>(NR, cJ - j0);\n";
   out += ind + "for (int64_t k = 0; k < cK; ++k)\n";
   out += ind + "  for (int64_t c = 0; c < NR; ++c)\n";
@@ -471,8 +509,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   out += ind + "const int64_t in = std::min<int64_t>(MR, cI - i0);\n";
   out += ind + "int64_t arow[MR];\n";
   out += ind + "for (int r = 0; r < MR; ++r) arow[r] = abase + std::min<int64_t>(i0 + r, cI - 1) * asi;\n";
-  out += fmt::format("{}cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n", ind,
-                     acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+  out += fmt::format(
+      "{}cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n", ind,
+      acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
   out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
   ind += "    ";
   out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);
@@ -480,19 +519,22 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   for (size_t m = 0; m < g.stmts.size(); ++m) {
     const Stmt& st = stmt(g.stmts[m]);
     out += ind + "{\n";
-    for (int a = 0; a < n; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var_id(st.vars[static_cast<size_t>(a)]), a);
+    for (int a = 0; a < n; ++a)
+      out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var_id(st.vars[static_cast<size_t>(a)]), a);
     CppExprEmitter em(c_, st, {real_, acc_, o_.vectorize},
                       [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
     if (m == 0) em.substitute(mm.reduce, fmt::format("(({})acc)", real_));
     std::string pre;
     const std::string value = em.emit(*st.rhs, pre, ind + "  ");
     std::vector<std::string> idx;
+    idx.reserve(static_cast<size_t>(n));
     for (int a = 0; a < n; ++a) idx.push_back(var_id(st.vars[static_cast<size_t>(a)]));
     out += pre;
-    if (storage_[static_cast<size_t>(st.tensor)] == Storage::Direct)
+    if (storage_[static_cast<size_t>(st.tensor)] == Storage::Direct) {
       out += ind + "  " + store(st.tensor, linear(st.tensor, idx, 0), value) + "\n";
-    else
+    } else {
       out += fmt::format("{}  {} = ({}){};\n", ind, access(st.tensor, idx, 0), elem_type(st.tensor), value);
+    }
     out += ind + "}\n";
   }
   out += "          }\n        }\n      }\n    }\n  }\n";
@@ -512,9 +554,9 @@ std::string Lowering::emit_group(const Group& g) {
     // Parallel over all axes but the innermost (collapsed), or over the only axis.
     const int outer = n == 1 ? 1 : n - 1;
     const bool simd_on_parallel = n == 1 && o_.vectorize && !contains_reduce(*s.rhs);
-    out += fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n", simd_on_parallel ? " simd" : "",
-                       outer > 1 ? fmt::format(" collapse({})", outer) : "", omp_threads(),
-                       work_if(extents_product(s, 0, n)));
+    out += fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n",
+                       simd_on_parallel ? " simd" : "", outer > 1 ? fmt::format(" collapse({})", outer) : "",
+                       omp_threads(), work_if(extents_product(s, 0, n)));
     std::string ind = "    ";
     for (int k = 0; k < outer; ++k) {
       const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
@@ -530,10 +572,11 @@ std::string Lowering::emit_group(const Group& g) {
       const std::string value = em.emit(*s.rhs, pre, ind);
       const std::vector<std::string> idx{var_id(s.vars[0])};
       out += pre;
-      if (storage_[static_cast<size_t>(s.tensor)] == Storage::Direct)
+      if (storage_[static_cast<size_t>(s.tensor)] == Storage::Direct) {
         out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
-      else
+      } else {
         out += fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
+      }
     } else {
       out += emit_statement_body(g.stmts[0], outer, ind);
     }
@@ -555,10 +598,11 @@ std::string Lowering::emit_group(const Group& g) {
     if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
     std::string n = "INT64_C(1)";
     for (size_t k = static_cast<size_t>(g.prefix); k < tensor(t).dims.size(); ++k) n += " * " + dim(t, k);
-    out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(t), tensor(t).name, elem_type(t),
-                       scratch_slot_[static_cast<size_t>(t)], n);
+    out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(t),
+                       tensor(t).name, elem_type(t), scratch_slot_[static_cast<size_t>(t)], n);
   }
-  out += fmt::format("      #pragma omp for{} schedule(static)\n", g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
+  out += fmt::format("      #pragma omp for{} schedule(static)\n",
+                     g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
   std::string ind = "      ";
   for (int k = 0; k < g.prefix; ++k) {
     out += fmt::format("{}for (int64_t g{} = 0; g{} < {}; ++g{}) {{\n", ind, k, k,
@@ -568,7 +612,8 @@ std::string Lowering::emit_group(const Group& g) {
   for (int si : g.stmts) {
     const Stmt& s = stmt(si);
     out += ind + "{\n";
-    for (int k = 0; k < g.prefix; ++k) out += fmt::format("{}  const int64_t {} = g{};\n", ind, var_id(s.vars[static_cast<size_t>(k)]), k);
+    for (int k = 0; k < g.prefix; ++k)
+      out += fmt::format("{}  const int64_t {} = g{};\n", ind, var_id(s.vars[static_cast<size_t>(k)]), k);
     out += emit_statement_body(si, g.prefix, ind + "  ");
     out += ind + "}\n";
   }
@@ -582,20 +627,32 @@ std::string Lowering::emit_group(const Group& g) {
 std::string Lowering::run(const std::string& header) {
   const Contract& k = c_.contract;
   std::string src = header;
-  src += "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <vector>\n\n#include <omp.h>\n\n";
+  src +=
+      "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include "
+      "<vector>\n\n#include <omp.h>\n\n";
   src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
   src += fmt::format("using real = {};\n\n", real_);
   src += "// Loads and stores of the operator dtype, converting to and from the compute type.\n";
-  src += "struct io_f32 {\n  using T = float;\n  static inline real ld(const T* p, int64_t i) { return (real)p[i]; }\n"
-         "  static inline void st(T* p, int64_t i, real v) { p[i] = (float)v; }\n};\n";
-  src += "struct io_bf16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return (real)cake_bf16_to_f32(p[i]); }\n"
-         "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_bf16((float)v); }\n};\n";
-  src += "struct io_f16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return (real)cake_f16_to_f32(p[i]); }\n"
-         "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_f16((float)v); }\n};\n\n";
-  src += "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";
-  src += "template <class E>\nE* cake_scratch(int slot, size_t n) {\n  thread_local std::vector<std::vector<E>> bufs;\n"
-         "  if (bufs.size() <= (size_t)slot) bufs.resize((size_t)slot + 1);\n"
-         "  if (bufs[(size_t)slot].size() < n) bufs[(size_t)slot].resize(n);\n  return bufs[(size_t)slot].data();\n}\n\n";
+  src +=
+      "struct io_f32 {\n  using T = float;\n  static inline real ld(const T* p, int64_t i) { return "
+      "(real)p[i]; }\n"
+      "  static inline void st(T* p, int64_t i, real v) { p[i] = (float)v; }\n};\n";
+  src +=
+      "struct io_bf16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return "
+      "(real)cake_bf16_to_f32(p[i]); }\n"
+      "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_bf16((float)v); }\n};\n";
+  src +=
+      "struct io_f16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return "
+      "(real)cake_f16_to_f32(p[i]); }\n"
+      "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_f16((float)v); }\n};\n\n";
+  src +=
+      "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";
+  src +=
+      "template <class E>\nE* cake_scratch(int slot, size_t n) {\n  thread_local std::vector<std::vector<E>> "
+      "bufs;\n"
+      "  if (bufs.size() <= (size_t)slot) bufs.resize((size_t)slot + 1);\n"
+      "  if (bufs[(size_t)slot].size() < n) bufs[(size_t)slot].resize(n);\n  return "
+      "bufs[(size_t)slot].data();\n}\n\n";
   // compute<IO>(...)
   std::string args, call_args;
   for (const ParamDecl& p : k.params) {
@@ -606,20 +663,22 @@ std::string Lowering::run(const std::string& header) {
     args += ", const int64_t " + size_id(z.name);
     call_args += ", " + size_id(z.name);
   }
-  src += fmt::format("template <class IO>\nint compute(const cake_tensor* in, cake_tensor* out{}) {{\n", args);
+  src +=
+      fmt::format("template <class IO>\nint compute(const cake_tensor* in, cake_tensor* out{}) {{\n", args);
   src += "  using T = typename IO::T;\n  int err = 0;\n";
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorInfo& ti = c_.tensors[t];
     const std::string ty = ti.fixed_dtype ? storage_type(*ti.fixed_dtype) : "T";
-    if (ti.role == TensorRole::Input)
+    if (ti.role == TensorRole::Input) {
       src += fmt::format("  const {}* {} = (const {}*)in[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
-    else if (ti.role == TensorRole::Output)
+    } else if (ti.role == TensorRole::Output) {
       src += fmt::format("  {}* {} = ({}*)out[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
+    }
     if (storage_[t] == Storage::Buffer) {
       std::string n = "INT64_C(1)";
       for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
-      src += fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)), ti.name,
-                         elem_type(static_cast<int>(t)), scratch_slot_[t], n);
+      src += fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)),
+                         ti.name, elem_type(static_cast<int>(t)), scratch_slot_[t], n);
     }
   }
   src += "  (void)err;\n";
@@ -630,13 +689,16 @@ std::string Lowering::run(const std::string& header) {
     if (ti.role != TensorRole::Output || storage_[t] != Storage::Buffer) continue;
     std::string n = "INT64_C(1)";
     for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
-    src += fmt::format("  // {}: from its buffer to the output dtype\n  #pragma omp parallel for simd schedule(static){}{}\n"
-                       "  for (int64_t i = 0; i < {}; ++i) {}\n",
-                       ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
+    src += fmt::format(
+        "  // {}: from its buffer to the output dtype\n  #pragma omp parallel for simd schedule(static){}{}\n"
+        "  for (int64_t i = 0; i < {}; ++i) {}\n",
+        ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
   }
   src += "  return err;\n}\n\n}  // namespace\n\n";
-  src += "extern \"C\" __attribute__((visibility(\"default\")))\nint cake_run(const cake_tensor* in, int n_in, cake_tensor* out, "
-         "int n_out, const double* params, int n_params) {\n";
+  src +=
+      "extern \"C\" __attribute__((visibility(\"default\")))\nint cake_run(const cake_tensor* in, int n_in, "
+      "cake_tensor* out, "
+      "int n_out, const double* params, int n_params) {\n";
   src += emit_abi_prologue(c_);
   src += "  switch (op_dtype) {\n";
   for (DType d : k.dtypes) {

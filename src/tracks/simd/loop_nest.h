@@ -17,18 +17,20 @@ struct LoopNestOptions {
   std::string compute = "f32";  // Float expressions: f32 | f64
   std::string acc = "f32";      // sum / prod accumulators: f32 | f64
   bool fuse_rows = true;
-  bool vectorize = true;   // `#pragma omp simd` on innermost loops and reductions
-  int unroll = 1;          // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
-  int threads = 0;         // OpenMP threads; 0 = all
+  bool vectorize = true;  // `#pragma omp simd` on innermost loops and reductions
+  int unroll = 1;         // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
+  int threads = 0;        // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
-  bool gemm = true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
-  int mr = 6;        // its tile: rows of C
-  int nv = 2;        // its tile: vectors of C per row
+  bool gemm =
+      true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
+  int mr = 6;  // its tile: rows of C
+  int nv = 2;  // its tile: vectors of C per row
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);
 
 // The kernel source (kernel.cpp): includes cake_prelude.h and cake_math.h, defines cake_run.
-std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o, const std::string& header_comment);
+std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o,
+                            const std::string& header_comment);
 
 }  // namespace cake::tracks::simd

@@ -11,23 +11,32 @@
 namespace cake::embedded {
 extern const char* const cake_math_h;
 extern const char* const cake_gemm_h;
-}
+}  // namespace cake::embedded
 
 namespace cake::tracks {
 
 namespace {
 
 bool has_transcendental(const CheckedContract& c) {
-  for (const te::Stmt& s : c.contract.compute)
+  for (const te::Stmt& s : c.contract.compute) {
     if (te::any_of(*s.rhs, [](const te::Expr& e) {
           if (e.kind != te::ExprKind::Call) return false;
           switch (e.fn) {
-            case te::Fn::Exp: case te::Fn::Log: case te::Fn::Tanh: case te::Fn::Erf: case te::Fn::Sigmoid:
-            case te::Fn::Sin: case te::Fn::Cos: case te::Fn::Pow: return true;
-            default: return false;
+            case te::Fn::Exp:
+            case te::Fn::Log:
+            case te::Fn::Tanh:
+            case te::Fn::Erf:
+            case te::Fn::Sigmoid:
+            case te::Fn::Sin:
+            case te::Fn::Cos:
+            case te::Fn::Pow:
+              return true;
+            default:
+              return false;
           }
         }))
       return true;
+  }
   return false;
 }
 
@@ -36,8 +45,10 @@ class SimdTrack final : public Track {
   std::string_view name() const override { return "simd"; }
 
   Feasibility feasible(const CheckedContract& c, const target::MachineInfo& m) const override {
-    for (DType d : c.contract.dtypes)
-      if (!is_float(d)) return Feasibility::no(fmt::format("operator dtype {} is not a float dtype", dtype_name(d)));
+    for (DType d : c.contract.dtypes) {
+      if (!is_float(d))
+        return Feasibility::no(fmt::format("operator dtype {} is not a float dtype", dtype_name(d)));
+    }
     for (const SizeInfo& z : c.sizes) {
       if (z.free) continue;
       try {
@@ -52,34 +63,39 @@ class SimdTrack final : public Track {
 
   KnobSpace knobs(const CheckedContract& c, const target::MachineInfo& m) const override {
     KnobSpace k;
-    k.add_choice("fusion", {"rows", "none"}, "rows",
-                 "fuse statements sharing leading axes into one parallel loop (per-row intermediates stay in cache)");
+    k.add_choice(
+        "fusion", {"rows", "none"}, "rows",
+        "fuse statements sharing leading axes into one parallel loop (per-row intermediates stay in cache)");
     // The f32 gate (relative 2^-13 mean, 10x that max, on every element above 2^-13) fails f32 sums whose
     // terms cancel (matmul, cumsum) and f32 arithmetic where O(1) terms cancel (layer_norm's + b), so sums
     // accumulate in f64 by default, and so does all arithmetic when no transcendental function needs the
     // vectorized f32 math. The evolution search may trade either back where the gate allows it.
-    k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) ? "f32" : "f64", "type of float expressions");
+    k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) ? "f32" : "f64",
+                 "type of float expressions");
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
     k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
     k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops (1: the compiler decides)");
-    k.add_bool("gemm", true, "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
+    k.add_bool("gemm", true,
+               "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
     k.add_int("nv", {1, 2, 3, 4}, 2, "micro-kernel tile: vectors of C per row");
     std::vector<int64_t> threads{0, 1};
     for (int t = 2; t <= std::max(2, m.logical_cores); t *= 2) threads.push_back(t);
     k.add_int("threads", threads, 0, "OpenMP threads (0: all usable cores)");
-    k.add_int("parallel_min_work", {0, 4096, 32768, 262144}, 32768, "points below which a loop nest runs serially");
+    k.add_int("parallel_min_work", {0, 4096, 32768, 262144}, 32768,
+              "points below which a loop nest runs serially");
     (void)c;
     return k;
   }
 
-  Artifact lower(const CheckedContract& c, const target::MachineInfo& m, const Knobs& requested) const override {
+  Artifact lower(const CheckedContract& c, const target::MachineInfo& m,
+                 const Knobs& requested) const override {
     const Knobs kn = knobs(c, m).resolve(requested);
     const std::string header = fmt::format(
-        "// CAKE simd track: {} (contract {})\n// knobs: {}\n// target: {} ({}), g++ -O3 -march=native -fopenmp, Highway (static dispatch)\n//\n"
+        "// CAKE simd track: {} (contract {})\n// knobs: {}\n// target: {} ({}), g++ -O3 -march=native "
+        "-fopenmp, Highway (static dispatch)\n//\n"
         "// {}\n\n",
-        c.contract.name, c.hash, kn.str(), m.cpu_model, m.isa.level(),
-        [&] {
+        c.contract.name, c.hash, kn.str(), m.cpu_model, m.isa.level(), [&] {
           std::string p = te::print_program(c.contract.compute);
           std::string q;
           for (char ch : p) q += ch == '\n' ? std::string("\n// ") : std::string(1, ch);
@@ -95,9 +111,10 @@ class SimdTrack final : public Track {
     for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
     a.files.push_back({"cake_math.h", embedded::cake_math_h});
     a.files.push_back({"cake_gemm.h", embedded::cake_gemm_h});
-    a.steps.push_back({{"g++", "-std=gnu++20", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno",
-                        "-fno-trapping-math", "-DHWY_WANT_AVX3_DL", "-Wall", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
-                        "-Wno-unused-parameter", "-Wno-unused-local-typedefs", "kernel.cpp", "-o", "kernel.so", "-lhwy"},
+    a.steps.push_back({{"g++", "-std=gnu++20", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
+                        "-fno-math-errno", "-fno-trapping-math", "-DHWY_WANT_AVX3_DL", "-Wall",
+                        "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-unused-parameter",
+                        "-Wno-unused-local-typedefs", "kernel.cpp", "-o", "kernel.so", "-lhwy"},
                        "compile"});
     return a;
   }

@@ -30,9 +30,13 @@ target::MachineInfo machine() {
   return m;
 }
 
-CheckedContract op(const std::string& name) { return load_and_check(std::string(CAKE_SOURCE_DIR) + "/bench/ops/" + name + ".yaml"); }
+CheckedContract op(const std::string& name) {
+  return load_and_check(std::string(CAKE_SOURCE_DIR) + "/bench/ops/" + name + ".yaml");
+}
 
-double rel(double got, double want) { return std::fabs(got - want) / std::max(std::fabs(want), 1e-300); }
+double rel(double got, double want) {
+  return std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+}
 
 TEST(HalideMath, ErfMatchesLibm) {
   double worst = 0;
@@ -95,14 +99,18 @@ TEST(HalideTrack, KnobsAreTypedAndBounded) {
 TEST(HalideTrack, FeasibilityOverTheSuite) {
   const auto m = machine();
   int ok = 0;
-  for (const char* name : {"add", "gelu", "silu", "cast", "softmax", "rms_norm", "layer_norm", "log_softmax", "argmax",
-                           "reduce_sum", "cumsum", "embedding", "index_select", "permute", "matmul", "batched_matmul",
-                           "conv2d", "depthwise_conv2d", "maxpool2d", "scatter_add", "quantize_int8", "rope",
-                           "add_rms_norm", "linear_bias_gelu", "cross_entropy", "attention"}) {
+  for (const char* name :
+       {"add",           "gelu",        "silu",          "cast",           "softmax",      "rms_norm",
+        "layer_norm",    "log_softmax", "argmax",        "reduce_sum",     "cumsum",       "embedding",
+        "index_select",  "permute",     "matmul",        "batched_matmul", "conv2d",       "depthwise_conv2d",
+        "maxpool2d",     "scatter_add", "quantize_int8", "rope",           "add_rms_norm", "linear_bias_gelu",
+        "cross_entropy", "attention"}) {
     const CheckedContract c = op(name);
     const tracks::Feasibility f = halide_track().feasible(c, m);
-    if (f.ok) ++ok;
-    else std::printf("  %s: infeasible: %s\n", name, f.reason.c_str());
+    if (f.ok)
+      ++ok;
+    else
+      std::printf("  %s: infeasible: %s\n", name, f.reason.c_str());
   }
   EXPECT_GE(ok, 20);
 }
@@ -144,7 +152,8 @@ TEST(HalideTrack, AutoschedulersBuildAndPassOnTheLargestCase) {
       for (size_t i = 0; i < cs.size(); ++i)
         if (cases::case_bytes(c, cs[i]) > cases::case_bytes(c, cs[largest])) largest = i;
       const std::vector<eval::CaseOutcome> os = eval::check_kernel(k, c, cases::Set::Standard);
-      for (const eval::CaseOutcome& o : os) EXPECT_TRUE(o.pass || !o.error.empty()) << "wrong result: " << o.str();
+      for (const eval::CaseOutcome& o : os)
+        EXPECT_TRUE(o.pass || !o.error.empty()) << "wrong result: " << o.str();
       EXPECT_TRUE(os[largest].pass) << os[largest].str();
     }
   }

@@ -14,7 +14,9 @@
 
 namespace {
 
-double rel(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
+double rel(double got, double want) {
+  return std::fabs(got - want) / std::fabs(want);
+}
 
 TEST(SimdMath, ExpIsWithinTwoUlpOverTheWholeRange) {
   double worst = 0;
@@ -63,9 +65,12 @@ TEST(SimdMath, MinMaxPropagateNaN) {
 
 TEST(Prelude, HalfConversionsMatchCoreExactly) {
   for (uint32_t h = 0; h < 65536; ++h) {
-    const float a = cake_f16_to_f32(static_cast<uint16_t>(h)), b = cake::f16_bits_to_f32(static_cast<uint16_t>(h));
-    if (std::isnan(b)) EXPECT_TRUE(std::isnan(a)) << h;
-    else ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << h;
+    const float a = cake_f16_to_f32(static_cast<uint16_t>(h)),
+                b = cake::f16_bits_to_f32(static_cast<uint16_t>(h));
+    if (std::isnan(b))
+      EXPECT_TRUE(std::isnan(a)) << h;
+    else
+      ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << h;
   }
   std::mt19937 rng(5);
   for (int i = 0; i < 2000000; ++i) {
