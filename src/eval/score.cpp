@@ -1,0 +1,159 @@
+// Case cost from the TE, the roofline floor, HAP, the operator score and the per-level summary.
+#include "eval/score.h"
+
+#include <algorithm>
+#include <map>
+
+namespace cake::eval {
+
+using te::Expr;
+using te::ExprKind;
+using te::Type;
+
+namespace {
+
+// Values of the statement's variables for bound evaluation: each at the middle of its extent.
+struct Midpoints {
+  const std::vector<int64_t>& sizes;
+  std::vector<double> vars;
+};
+
+double eval_int(const Expr& e, const Midpoints& m) {
+  switch (e.kind) {
+    case ExprKind::Number:
+      return e.number;
+    case ExprKind::Size:
+      return static_cast<double>(m.sizes[static_cast<size_t>(e.slot)]);
+    case ExprKind::Var:
+      return m.vars[static_cast<size_t>(e.slot)];
+    case ExprKind::Unary:
+      return -eval_int(*e.args[0], m);
+    case ExprKind::Binary: {
+      const double a = eval_int(*e.args[0], m), b = eval_int(*e.args[1], m);
+      switch (e.op) {
+        case te::Op::Add:
+          return a + b;
+        case te::Op::Sub:
+          return a - b;
+        case te::Op::Mul:
+          return a * b;
+        case te::Op::Div:
+          return b != 0 ? a / b : 0;
+        default:
+          return 0;
+      }
+    }
+    case ExprKind::Call:
+      if (e.fn == te::Fn::Min) return std::min(eval_int(*e.args[0], m), eval_int(*e.args[1], m));
+      if (e.fn == te::Fn::Max) return std::max(eval_int(*e.args[0], m), eval_int(*e.args[1], m));
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+double flops_of(const Expr& e, Midpoints& m) {
+  double f = 0;
+  for (const te::ExprPtr& a : e.args)
+    if (a && e.kind != ExprKind::Reduce && e.kind != ExprKind::Read) f += flops_of(*a, m);
+  const bool float_operands =
+      e.type == Type::Float || std::any_of(e.args.begin(), e.args.end(),
+                                           [](const te::ExprPtr& a) { return a && a->type == Type::Float; });
+  switch (e.kind) {
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Call:
+      return f + (float_operands ? 1 : 0);
+    case ExprKind::Read:
+      return e.pad_value ? flops_of(*e.pad_value, m) : 0;
+    case ExprKind::Reduce: {
+      double n = 1;
+      for (const te::ReduceVar& r : e.rvars) {
+        const double ext = r.lo ? eval_int(*r.hi, m) - eval_int(*r.lo, m) : eval_int(*r.extent, m);
+        n *= std::max(0.0, ext);
+        m.vars[static_cast<size_t>(r.slot)] =
+            (r.lo ? eval_int(*r.lo, m) : 0) + (ext - 1) / 2;  // nested bounds: the middle
+      }
+      return n * (flops_of(*e.args[0], m) + (e.args[0]->type == Type::Float ? 1 : 0));
+    }
+    default:
+      return f;
+  }
+}
+
+}  // namespace
+
+CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
+  CaseCost cost;
+  for (const te::Stmt& s : c.contract.compute) {
+    Midpoints m{k.sizes, std::vector<double>(s.vars.size(), 0)};
+    double points = 1;
+    for (int v = 0; v < s.n_domain; ++v) {
+      const int64_t ext = eval_size_expr(*s.var_extent[static_cast<size_t>(v)], k.sizes);
+      points *= static_cast<double>(ext);
+      m.vars[static_cast<size_t>(v)] = static_cast<double>(ext - 1) / 2;  // the mean of 0..ext-1
+    }
+    cost.flops += points * (flops_of(*s.rhs, m) + (s.accumulate ? 1 : 0));
+  }
+  for (const TensorInfo& t : c.tensors) {
+    if (t.role == TensorRole::Intermediate) continue;
+    const double bytes =
+        static_cast<double>(shape_numel(tensor_shape(c, static_cast<int>(&t - c.tensors.data()), k.sizes))) *
+        static_cast<double>(dtype_size(t.dtype_for(k.dtype)));
+    (t.role == TensorRole::Input ? cost.bytes_read : cost.bytes_written) += bytes;
+  }
+  return cost;
+}
+
+double floor_seconds(const CaseCost& cost, const MachinePeaks& p) {
+  double t = 0;
+  if (p.flops_per_s > 0) t = std::max(t, cost.flops / p.flops_per_s);
+  if (p.bytes_per_s > 0)
+    t = std::max({t, cost.bytes_read / p.bytes_per_s, cost.bytes_written / p.bytes_per_s});
+  return t;
+}
+
+double hap(double t_cand, double t_base, double t_hw) {
+  t_hw = std::min({t_hw, t_cand, t_base});
+  const double num = t_base - t_hw, den = (t_cand - t_hw) + (t_base - t_hw);
+  if (den <= 0) return 0.5;  // both at the floor
+  return std::clamp(num / den, 0.0, 1.0);
+}
+
+double operator_score(bool builds_and_runs, const std::vector<CaseResult>& cases) {
+  double s = builds_and_runs ? 0.2 : 0.0;
+  if (!cases.empty()) {
+    double acc = 0;
+    for (const CaseResult& r : cases)
+      if (r.passed) acc += 0.3 + 0.5 * hap(r.t_cand, r.t_base, r.t_hw);
+    s += acc / static_cast<double>(cases.size());
+  }
+  return 100.0 * s;
+}
+
+std::vector<LevelSummary> summarize_levels(const std::vector<OperatorResult>& ops) {
+  std::map<int, LevelSummary> by;
+  auto add = [](LevelSummary& l, const OperatorResult& o) {
+    ++l.operators;
+    l.mean_score += o.score;
+    l.cases += o.cases;
+    l.passed += o.passed;
+  };
+  LevelSummary all;
+  for (const OperatorResult& o : ops) {
+    LevelSummary& l = by[o.level];
+    l.level = o.level;
+    add(l, o);
+    add(all, o);
+  }
+  std::vector<LevelSummary> out;
+  for (auto& [lv, l] : by) out.push_back(l);
+  out.push_back(all);
+  for (LevelSummary& l : out) {
+    if (l.operators) l.mean_score /= l.operators;
+    l.pass_rate = l.cases ? static_cast<double>(l.passed) / l.cases : 0;
+  }
+  return out;
+}
+
+}  // namespace cake::eval

@@ -1,0 +1,62 @@
+// CAKE-Bench's roofline floor and score (DESIGN §6): the case's flops and compulsory traffic from the TE,
+// T_HW = max(F / P_flops, Q_read / BW, Q_write / BW), efficiency = T_HW / T_cand, HAP per case and the
+// CANN-Bench V0.2 operator score, and the per-level summary of the paper's Figure 7.
+#pragma once
+
+#include <vector>
+
+#include "cases/cases.h"
+#include "contract/contract.h"
+
+namespace cake::eval {
+
+// Floating-point work and compulsory traffic of one case. Flops count every float arithmetic operation,
+// comparison and function call of the TE as one (a transcendental function is one flop, as rooflines
+// usually count it); integer index arithmetic is not counted. Reductions multiply their body by their
+// extent; a range whose bounds depend on outer variables (cumsum's k in 0..j+1) is counted at the
+// midpoint of those variables (exact for affine bounds). Traffic: every input read once, every output
+// written once, in the case's dtypes.
+struct CaseCost {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+};
+CaseCost case_cost(const CheckedContract& c, const cases::Case& k);
+
+struct MachinePeaks {
+  double flops_per_s = 0;  // the doctor's all-core FP32 FMA peak
+  double bytes_per_s = 0;  // the doctor's all-core triad bandwidth
+};
+
+// T_HW in seconds.
+double floor_seconds(const CaseCost& cost, const MachinePeaks& peaks);
+
+// HAP = (T_base − T_HW) / ((T_cand − T_HW) + (T_base − T_HW)): 0.5 as fast as the baseline, 1 at the floor.
+// A measured time below the floor means the floor is too high (peaks measured low); the floor is then
+// lowered to the fastest of the two times, and when both sit at it HAP is 0.5. Result in [0, 1].
+double hap(double t_cand, double t_base, double t_hw);
+
+struct CaseResult {
+  bool passed = false;  // δ_acc: the case passes the precision gate
+  double t_cand = 0, t_base = 0, t_hw = 0;
+};
+
+// Score = 100 · [0.2 · δ_pass + Σ_i δ_acc,i · (0.3 + 0.5 · HAP_i) / N]; δ_pass: the kernel builds and runs.
+double operator_score(bool builds_and_runs, const std::vector<CaseResult>& cases);
+
+struct OperatorResult {
+  int level = 0;
+  double score = 0;
+  int cases = 0, passed = 0;
+};
+struct LevelSummary {
+  int level = 0;
+  int operators = 0;
+  double mean_score = 0;
+  int cases = 0, passed = 0;
+  double pass_rate = 0;  // passed / cases
+};
+// One row per level present, ascending, then level 0 = all levels together.
+std::vector<LevelSummary> summarize_levels(const std::vector<OperatorResult>& ops);
+
+}  // namespace cake::eval

@@ -1,0 +1,52 @@
+// The harness's repetition loop and its statistics.
+#include "eval/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+namespace cake::eval {
+
+nlohmann::json Timing::to_json() const {
+  return {{"median_s", median_s}, {"min_s", min_s}, {"mad_s", mad_s}, {"reps", reps}};
+}
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  double x = v[m];
+  if (v.size() % 2 == 0)
+    x = (x + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m))) / 2;
+  return x;
+}
+}  // namespace
+
+Timing time_calls(const std::function<void(int rep)>& call, const TimingOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  for (int w = 0; w < o.warmup; ++w) call(-1 - w);
+  std::vector<double> t;
+  double total = 0;
+  while (static_cast<int>(t.size()) < o.max_reps) {
+    if (static_cast<int>(t.size()) >= o.min_reps && total >= o.min_seconds) break;
+    if (total >= o.max_seconds && !t.empty()) break;
+    const auto t0 = Clock::now();
+    call(static_cast<int>(t.size()));
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    t.push_back(s);
+    total += s;
+  }
+  Timing r;
+  r.reps = static_cast<int>(t.size());
+  r.median_s = median_of(t);
+  r.min_s = t.empty() ? 0 : *std::min_element(t.begin(), t.end());
+  std::vector<double> dev;
+  dev.reserve(t.size());
+  for (double x : t) dev.push_back(std::fabs(x - r.median_s));
+  r.mad_s = median_of(dev);
+  return r;
+}
+
+}  // namespace cake::eval

@@ -1,0 +1,85 @@
+// The roofline floor, HAP and the CANN-Bench score against values computed by hand, and the case cost
+// (flops, compulsory bytes) the TE gives for contracts whose counts are known in closed form.
+#include <gtest/gtest.h>
+
+#include "cases/cases.h"
+#include "contract/contract.h"
+#include "eval/score.h"
+
+namespace cake::eval {
+namespace {
+
+CheckedContract contract(const std::string& op) {
+  return load_and_check(std::string(CAKE_SOURCE_DIR) + "/bench/ops/" + op + ".yaml");
+}
+
+TEST(CaseCost, MatmulIsTwoMNKFlopsAndItsOperandsOnce) {
+  const CheckedContract c = contract("matmul");
+  const CaseCost k = case_cost(c, cases::make_case(c, {{"M", 64}, {"N", 32}, {"K", 16}}, DType::f32));
+  EXPECT_DOUBLE_EQ(k.flops, 2.0 * 64 * 32 * 16);
+  EXPECT_DOUBLE_EQ(k.bytes_read, (64.0 * 16 + 16 * 32) * 4);
+  EXPECT_DOUBLE_EQ(k.bytes_written, 64.0 * 32 * 4);
+  const CaseCost h = case_cost(c, cases::make_case(c, {{"M", 64}, {"N", 32}, {"K", 16}}, DType::bf16));
+  EXPECT_DOUBLE_EQ(h.bytes_read, (64.0 * 16 + 16 * 32) * 2);
+}
+
+TEST(CaseCost, SoftmaxCountsEveryStatement) {
+  // m: 2 rows x 3 max steps; e: 6 x (sub, exp); s: 2 x 3 adds; y: 6 divisions → 6 + 12 + 6 + 6
+  const CheckedContract c = contract("softmax");
+  const CaseCost k = case_cost(c, cases::make_case(c, {{"N", 2}, {"D", 3}}, DType::f32));
+  EXPECT_DOUBLE_EQ(k.flops, 30.0);
+  EXPECT_DOUBLE_EQ(k.bytes_read, 24.0);
+  EXPECT_DOUBLE_EQ(k.bytes_written, 24.0);
+}
+
+TEST(CaseCost, TriangularRangesCountTheirMeanLength) {
+  // cumsum y[n, j] = sum(k in 0..j+1: x[n, k]): per row 1 + 2 + ... + D additions
+  const CheckedContract c = contract("cumsum");
+  const CaseCost k = case_cost(c, cases::make_case(c, {{"N", 3}, {"D", 8}}, DType::f32));
+  EXPECT_DOUBLE_EQ(k.flops, 3.0 * (8 * 9 / 2));
+}
+
+TEST(Roofline, FloorIsTheSlowestOfComputeReadAndWrite) {
+  const MachinePeaks p{1e11, 1e10};
+  EXPECT_DOUBLE_EQ(floor_seconds({1e9, 1e9, 5e8}, p), 0.1);   // reading 1 GB at 10 GB/s
+  EXPECT_DOUBLE_EQ(floor_seconds({1e11, 1e6, 1e6}, p), 1.0);  // 1e11 flops at 1e11 FLOP/s
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 1e6, 2e9}, p), 0.2);     // writing dominates
+}
+
+TEST(Hap, MatchesTheFormulaAndItsEdges) {
+  EXPECT_DOUBLE_EQ(hap(2, 3, 1), 2.0 / 3.0);  // (3-1) / ((2-1) + (3-1))
+  EXPECT_DOUBLE_EQ(hap(3, 3, 1), 0.5);        // as fast as the baseline
+  EXPECT_DOUBLE_EQ(hap(1, 3, 1), 1.0);        // at the floor
+  EXPECT_NEAR(hap(1e6, 3, 1), 0.0, 1e-5);     // far slower
+  EXPECT_DOUBLE_EQ(hap(0.5, 3, 1), 1.0);      // faster than the floor: the floor drops to 0.5
+  EXPECT_DOUBLE_EQ(hap(2, 0.5, 1), 0.0);      // a baseline below the floor and a slower candidate
+  EXPECT_DOUBLE_EQ(hap(1, 1, 1), 0.5);        // both at the floor
+}
+
+TEST(Score, MatchesCannBenchV02ByHand) {
+  // builds; case 1 passes with HAP 2/3, case 2 fails: 100 * (0.2 + (0.3 + 0.5 * 2/3) / 2)
+  EXPECT_NEAR(operator_score(true, {{true, 2, 3, 1}, {false, 2, 3, 1}}),
+              100 * (0.2 + (0.3 + 0.5 * 2.0 / 3.0) / 2), 1e-9);
+  EXPECT_DOUBLE_EQ(operator_score(true, {{true, 1, 3, 1}, {true, 1, 3, 1}}),
+                   100.0);  // every case at the floor
+  EXPECT_DOUBLE_EQ(operator_score(true, {{true, 3, 3, 1}}),
+                   100 * (0.2 + 0.3 + 0.25));  // as fast as the baseline
+  EXPECT_DOUBLE_EQ(operator_score(false, {{false, 0, 3, 1}}), 0.0);
+  EXPECT_DOUBLE_EQ(operator_score(true, {}), 20.0);
+}
+
+TEST(Score, LevelSummaryAveragesScoresAndPoolsCases) {
+  const auto rows = summarize_levels({{1, 80, 20, 20}, {1, 60, 20, 10}, {3, 30, 20, 5}});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].level, 1);
+  EXPECT_DOUBLE_EQ(rows[0].mean_score, 70);
+  EXPECT_DOUBLE_EQ(rows[0].pass_rate, 30.0 / 40);
+  EXPECT_EQ(rows[1].level, 3);
+  EXPECT_EQ(rows[2].level, 0);  // all levels
+  EXPECT_EQ(rows[2].operators, 3);
+  EXPECT_DOUBLE_EQ(rows[2].mean_score, 170.0 / 3);
+  EXPECT_DOUBLE_EQ(rows[2].pass_rate, 35.0 / 60);
+}
+
+}  // namespace
+}  // namespace cake::eval
