@@ -8,6 +8,7 @@ namespace cake::cli {
 void add_check_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
 void add_lower_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // The process exit code a command's callback chose (0 by default).
 int exit_code();

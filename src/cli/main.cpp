@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   cake::cli::add_check_command(app);
   cake::cli::add_doctor_command(app);
   cake::cli::add_lower_command(app);
+  cake::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
