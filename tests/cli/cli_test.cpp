@@ -64,6 +64,42 @@ TEST(Cli, DoctorPrintsMeasuredPeaks) {
   EXPECT_NE(s.find("lanes"), std::string::npos) << s;
 }
 
-TEST(Cli, UnknownCommandFails) { EXPECT_NE(run("frobnicate").code, 0); }
+TEST(Cli, LowerChecksAKernelAgainstTheReference) {
+  Result r =
+      run("lower --json --check --track simd " + std::string(CAKE_SOURCE_DIR) + "/bench/ops/silu.yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["passed"], 20);
+  EXPECT_EQ(j["total"], 20);
+  EXPECT_EQ(j["build"]["status"], "ok");
+  EXPECT_NE(
+      run("lower --track simd -k unroll=3 " + std::string(CAKE_SOURCE_DIR) + "/bench/ops/silu.yaml").code, 0)
+      << "a knob value outside the space must fail";
+}
+
+// The bench on one operator (without the libtorch baseline, to keep it short): every case sandboxed,
+// passing and timed, a score between the 20 % for running and 100, and the level table.
+TEST(Cli, BenchScoresAnOperator) {
+  Result r =
+      run("bench --json --no-baseline --ops add --suite " + std::string(CAKE_SOURCE_DIR) + "/bench/ops");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["operators"].size(), 1u);
+  const auto& op = j["operators"][0];
+  EXPECT_EQ(op["passed"], 20) << op.dump();
+  EXPECT_GT(op["score"].get<double>(), 20.0);
+  EXPECT_LE(op["score"].get<double>(), 100.0);
+  for (const auto& c : op["cases"]) {
+    EXPECT_EQ(c["verdict"], "pass") << c.dump();
+    EXPECT_GT(c["t_cand_s"].get<double>(), 0.0);
+    EXPECT_GT(c["t_floor_s"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(j["levels"].size(), 2u);  // level 1, then all
+  EXPECT_DOUBLE_EQ(j["levels"][1]["pass_rate"].get<double>(), 1.0);
+}
+
+TEST(Cli, UnknownCommandFails) {
+  EXPECT_NE(run("frobnicate").code, 0);
+}
 
 }  // namespace
