@@ -45,6 +45,8 @@ double torch_baseline_seconds(const std::string& contract, const cases::Case& k,
                           std::to_string(threads), "--json"},
                          dir, log, 300);
   const std::string out = read_file(log).value_or("");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
   const size_t brace = out.rfind("\n{");
   try {
     const auto j = nlohmann::json::parse(out.substr(brace == std::string::npos ? 0 : brace + 1));
