@@ -45,46 +45,49 @@ std::string storage_type(DType t) {
 }
 
 std::string emit_size_expr(const te::Expr& e) {
+  static const SizeSpelling c{[](int64_t v) { return fmt::format("INT64_C({})", v); },
+                              [](const std::string& n) { return size_id(n); }};
+  return emit_size_expr(e, c);
+}
+
+std::string emit_size_expr(const te::Expr& e, const SizeSpelling& sp) {
   using te::ExprKind;
   using te::Op;
+  auto sub = [&](size_t i) { return emit_size_expr(*e.args[i], sp); };
   switch (e.kind) {
     case ExprKind::Number:
-      return fmt::format("INT64_C({})", static_cast<int64_t>(e.number));
+      return sp.number(static_cast<int64_t>(e.number));
     case ExprKind::Size:
-      return size_id(e.name);
+      return sp.size(e.name);
     case ExprKind::Unary:
-      if (e.op == Op::Neg) return "(-" + emit_size_expr(*e.args[0]) + ")";
+      if (e.op == Op::Neg) return "(-" + sub(0) + ")";
       break;
-    case ExprKind::Binary: {
-      const std::string a = emit_size_expr(*e.args[0]), b = emit_size_expr(*e.args[1]);
+    case ExprKind::Binary:
       switch (e.op) {
         case Op::Add:
-          return "(" + a + " + " + b + ")";
+          return fmt::format("({} + {})", sub(0), sub(1));
         case Op::Sub:
-          return "(" + a + " - " + b + ")";
+          return fmt::format("({} - {})", sub(0), sub(1));
         case Op::Mul:
-          return "(" + a + " * " + b + ")";
+          return fmt::format("({} * {})", sub(0), sub(1));
         case Op::Div:
-          return "cake_floordiv(" + a + ", " + b + ")";
+          return fmt::format("cake_floordiv({}, {})", sub(0), sub(1));
         case Op::Mod:
-          return "cake_floormod(" + a + ", " + b + ")";
+          return fmt::format("cake_floormod({}, {})", sub(0), sub(1));
         default:
           break;
       }
       break;
-    }
     case ExprKind::Call:
-      if (e.fn == te::Fn::Min)
-        return "cake_min64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
-      if (e.fn == te::Fn::Max)
-        return "cake_max64(" + emit_size_expr(*e.args[0]) + ", " + emit_size_expr(*e.args[1]) + ")";
+      if (e.fn == te::Fn::Min) return fmt::format("{}({}, {})", sp.min, sub(0), sub(1));
+      if (e.fn == te::Fn::Max) return fmt::format("{}({}, {})", sp.max, sub(0), sub(1));
       break;
     default:
       break;
   }
-  throw Error(fmt::format(
-      "line {}:{}: this size expression cannot be lowered to C (only + - * / % min max over sizes)",
-      e.pos.line, e.pos.col));
+  throw Error(
+      fmt::format("line {}:{}: this size expression cannot be lowered (only + - * / % min max over sizes)",
+                  e.pos.line, e.pos.col));
 }
 
 std::string emit_abi_prologue(const CheckedContract& c) {

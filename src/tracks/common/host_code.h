@@ -34,6 +34,16 @@ std::string emit_abi_prologue(const CheckedContract& c);
 // TE defines them, via cake_floordiv / cake_floormod from the prelude).
 std::string emit_size_expr(const te::Expr& e);
 
+// The same over another language's leaves: `leaf` spells a literal or a size symbol, `min` / `max` name
+// the two functions (the Halide track wraps sizes in Expr(...)).
+struct SizeSpelling {
+  std::string (*number)(int64_t);
+  std::string (*size)(const std::string& name);
+  const char* min = "cake_min64";
+  const char* max = "cake_max64";
+};
+std::string emit_size_expr(const te::Expr& e, const SizeSpelling& spelling);
+
 // Support headers to add to an artifact's files: "cake_kernel_abi.h" (core/kernel_abi.h) and
 // "cake_prelude.h" (floor division, f16 / bf16 conversions with round-to-nearest-even, saturating
 // integer casts, shape checks). Plain C99-compatible C++.

@@ -337,41 +337,9 @@ class Lowerer {
 };
 
 std::string Lowerer::hsize(const Expr& e) const {
-  switch (e.kind) {
-    case ExprKind::Number:
-      return fmt::format("Expr({})", static_cast<int64_t>(e.number));
-    case ExprKind::Size:
-      return "Expr(s_" + e.name + ")";
-    case ExprKind::Unary:
-      if (e.op == Op::Neg) return "(-" + hsize(*e.args[0]) + ")";
-      break;
-    case ExprKind::Binary: {
-      std::string a = hsize(*e.args[0]), b = hsize(*e.args[1]);
-      switch (e.op) {
-        case Op::Add:
-          return "(" + a + " + " + b + ")";
-        case Op::Sub:
-          return "(" + a + " - " + b + ")";
-        case Op::Mul:
-          return "(" + a + " * " + b + ")";
-        case Op::Div:
-          return "cake_floordiv(" + a + ", " + b + ")";
-        case Op::Mod:
-          return "cake_floormod(" + a + ", " + b + ")";
-        default:
-          break;
-      }
-      break;
-    }
-    case ExprKind::Call:
-      if (e.fn == Fn::Min) return "min(" + hsize(*e.args[0]) + ", " + hsize(*e.args[1]) + ")";
-      if (e.fn == Fn::Max) return "max(" + hsize(*e.args[0]) + ", " + hsize(*e.args[1]) + ")";
-      break;
-    default:
-      break;
-  }
-  throw Error(fmt::format("halide: size expression at {}:{} uses an operator the track does not lower",
-                          e.pos.line, e.pos.col));
+  static const SizeSpelling halide{[](int64_t v) { return fmt::format("Expr({})", v); },
+                                   [](const std::string& n) { return "Expr(s_" + n + ")"; }, "min", "max"};
+  return emit_size_expr(e, halide);
 }
 
 // Input views: in_x (f32 / i32 values), se_x (reads clamped to the edge, for over-computing register tiles),
