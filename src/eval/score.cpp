@@ -85,6 +85,10 @@ double flops_of(const Expr& e, Midpoints& m) {
 
 CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
   CaseCost cost;
+  // Inputs read only through data-dependent indices (an embedding table) are compulsory only where they
+  // are read: at most one element per point of the statements that gather from them.
+  std::vector<double> gathered(c.tensors.size(), 0);
+  std::vector<bool> plain(c.tensors.size(), false);
   for (const te::Stmt& s : c.contract.compute) {
     Midpoints m{k.sizes, std::vector<double>(s.vars.size(), 0)};
     double points = 1;
@@ -94,12 +98,24 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
       m.vars[static_cast<size_t>(v)] = static_cast<double>(ext - 1) / 2;  // the mean of 0..ext-1
     }
     cost.flops += points * (flops_of(*s.rhs, m) + (s.accumulate ? 1 : 0));
+    te::any_of(*s.rhs, [&](const Expr& e) {
+      if (e.kind != ExprKind::Read) return false;
+      const bool dependent = std::any_of(e.args.begin(), e.args.end(), [](const te::ExprPtr& ix) {
+        return te::any_of(*ix, [](const Expr& x) { return x.kind == ExprKind::Read; });
+      });
+      if (dependent)
+        gathered[static_cast<size_t>(e.slot)] += points;
+      else
+        plain[static_cast<size_t>(e.slot)] = true;
+      return false;
+    });
   }
-  for (const TensorInfo& t : c.tensors) {
+  for (size_t id = 0; id < c.tensors.size(); ++id) {
+    const TensorInfo& t = c.tensors[id];
     if (t.role == TensorRole::Intermediate) continue;
-    const double bytes =
-        static_cast<double>(shape_numel(tensor_shape(c, static_cast<int>(&t - c.tensors.data()), k.sizes))) *
-        static_cast<double>(dtype_size(t.dtype_for(k.dtype)));
+    double n = static_cast<double>(shape_numel(tensor_shape(c, static_cast<int>(id), k.sizes)));
+    if (t.role == TensorRole::Input && !plain[id] && gathered[id] > 0) n = std::min(n, gathered[id]);
+    const double bytes = n * static_cast<double>(dtype_size(t.dtype_for(k.dtype)));
     (t.role == TensorRole::Input ? cost.bytes_read : cost.bytes_written) += bytes;
   }
   return cost;

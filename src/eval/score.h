@@ -15,7 +15,8 @@ namespace cake::eval {
 // usually count it); integer index arithmetic is not counted. Reductions multiply their body by their
 // extent; a range whose bounds depend on outer variables (cumsum's k in 0..j+1) is counted at the
 // midpoint of those variables (exact for affine bounds). Traffic: every input read once, every output
-// written once, in the case's dtypes.
+// written once, in the case's dtypes; an input read only through data-dependent indices (a gathered
+// table) counts at most one element per point of the statements that read it.
 struct CaseCost {
   double flops = 0;
   double bytes_read = 0;

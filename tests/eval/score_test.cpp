@@ -39,6 +39,15 @@ TEST(CaseCost, TriangularRangesCountTheirMeanLength) {
   EXPECT_DOUBLE_EQ(k.flops, 3.0 * (8 * 9 / 2));
 }
 
+TEST(CaseCost, AGatheredTableCountsOnlyTheRowsRead) {
+  // embedding y[b, s, d] = w[ids[b, s], d]: 2x3 ids (i64), 6 rows of 4 read from a 1000-row table
+  const CheckedContract c = contract("embedding");
+  const CaseCost k =
+      case_cost(c, cases::make_case(c, {{"B", 2}, {"S", 3}, {"V", 1000}, {"D", 4}}, DType::f32));
+  EXPECT_DOUBLE_EQ(k.bytes_read, 2 * 3 * 8 + 2 * 3 * 4 * 4);
+  EXPECT_DOUBLE_EQ(k.bytes_written, 2 * 3 * 4 * 4);
+}
+
 TEST(Roofline, FloorIsTheSlowestOfComputeReadAndWrite) {
   const MachinePeaks p{1e11, 1e10};
   EXPECT_DOUBLE_EQ(floor_seconds({1e9, 1e9, 5e8}, p), 0.1);   // reading 1 GB at 10 GB/s
