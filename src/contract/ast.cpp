@@ -192,4 +192,8 @@ bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred) {
   return false;
 }
 
+bool contains(const Expr& e, ExprKind kind) {
+  return any_of(e, [kind](const Expr& x) { return x.kind == kind; });
+}
+
 }  // namespace cake::te

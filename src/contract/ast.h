@@ -121,6 +121,8 @@ int fn_arity(Fn fn);
 
 // True when pred holds for e or any sub-expression (arguments, pad values, reduction bounds).
 bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred);
+// True when e or any sub-expression is of this kind (a Read: data-dependent; a Reduce; a Var).
+bool contains(const Expr& e, ExprKind kind);
 
 // Helpers to build trees (used by the checker, tests and tracks).
 ExprPtr make_number(double v, bool is_int, Pos pos = {});

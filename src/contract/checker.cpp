@@ -43,12 +43,6 @@ void walk(const Expr& e, const std::function<void(const Expr&)>& f) {
   }
 }
 
-bool contains_read(const Expr& e) {
-  bool r = false;
-  walk(e, [&](const Expr& x) { r |= x.kind == ExprKind::Read; });
-  return r;
-}
-
 // ---- interval arithmetic over index expressions (for the bounds proof) ----
 
 struct Iv {
@@ -563,7 +557,7 @@ class Checker {
         }
         if (e.pad_value) {
           resolve(*e.pad_value, sc);
-          if (contains_read(*e.pad_value)) fail(e.pad_value->pos, "the padding value cannot read a tensor");
+          if (te::contains(*e.pad_value, ExprKind::Read)) fail(e.pad_value->pos, "the padding value cannot read a tensor");
         }
         e.type = t.elem;
         return;
@@ -608,7 +602,7 @@ class Checker {
             resolve(*v.hi, sc);
             if (v.lo->type == Type::Float || v.hi->type == Type::Float)
               fail(v.pos, "the range of '" + v.name + "' must have integer bounds");
-            if (contains_read(*v.lo) || contains_read(*v.hi))
+            if (te::contains(*v.lo, ExprKind::Read) || te::contains(*v.hi, ExprKind::Read))
               fail(v.pos, "the range of '" + v.name + "' cannot depend on tensor values");
             Iv lo = const_iv(*v.lo), hi = const_iv(*v.hi);
             if (lo.known && hi.known && hi.hi <= lo.lo)
@@ -785,7 +779,7 @@ class Checker {
 
   void check_axis(const Expr& ix, const TensorInfo& t, size_t ax, const std::vector<Iv>& range,
                   const std::vector<int64_t>& sz, const std::map<std::string, int64_t>& a, const char* verb) {
-    if (contains_read(ix)) return;  // data-dependent: checked per element at run time
+    if (te::contains(ix, ExprKind::Read)) return;  // data-dependent: checked per element at run time
     Iv r = interval(ix, range, sz);
     if (!r.known) return;
     int64_t ext = eval_size_expr(*t.dims[ax], sz);

@@ -101,7 +101,7 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
     te::any_of(*s.rhs, [&](const Expr& e) {
       if (e.kind != ExprKind::Read) return false;
       const bool dependent = std::any_of(e.args.begin(), e.args.end(), [](const te::ExprPtr& ix) {
-        return te::any_of(*ix, [](const Expr& x) { return x.kind == ExprKind::Read; });
+        return te::contains(*ix, ExprKind::Read);
       });
       if (dependent)
         gathered[static_cast<size_t>(e.slot)] += points;

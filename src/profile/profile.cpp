@@ -20,12 +20,6 @@ void walk(const Expr& e, const std::function<void(const Expr&)>& f) {
   if (e.pad_value) walk(*e.pad_value, f);
 }
 
-bool has_read(const Expr& e) {
-  bool r = false;
-  walk(e, [&](const Expr& x) { r |= x.kind == ExprKind::Read; });
-  return r;
-}
-
 std::set<int> vars_of(const Expr& e) {
   std::set<int> s;
   walk(e, [&](const Expr& x) {
@@ -35,7 +29,7 @@ std::set<int> vars_of(const Expr& e) {
 }
 
 // An index that combines two or more variables (h*S + r): a window.
-bool windowed_index(const Expr& ix) { return !has_read(ix) && vars_of(ix).size() >= 2; }
+bool windowed_index(const Expr& ix) { return !te::contains(ix, ExprKind::Read) && vars_of(ix).size() >= 2; }
 
 // All reads under e (excluding those inside index expressions).
 void value_reads(const Expr& e, std::vector<const Expr*>& out) {
@@ -101,7 +95,7 @@ Facts gather_facts(const CheckedContract& cc) {
     f.max_depth = std::max(f.max_depth, static_cast<int>(s.vars.size()));
     if (s.accumulate)
       for (const auto& ix : s.index)
-        if (has_read(*ix)) f.scatter = true;
+        if (te::contains(*ix, ExprKind::Read)) f.scatter = true;
     bool stmt_reduces = false, stmt_contracts = false, reads_contracted = false;
     int in_depth = 0;
     std::function<void(const Expr&, const std::set<int>&)> visit = [&](const Expr& e, const std::set<int>& ctx) {
@@ -130,7 +124,7 @@ Facts gather_facts(const CheckedContract& cc) {
         bool plain_in_order = true;
         int last = -1;
         for (const auto& ix : e.args) {
-          if (has_read(*ix)) f.gather = true;
+          if (te::contains(*ix, ExprKind::Read)) f.gather = true;
           if (windowed_index(*ix)) f.window = true;
           for (int v : vars_of(*ix)) used.insert(v);
           if (ix->kind != ExprKind::Var || ix->slot <= last) plain_in_order = false;

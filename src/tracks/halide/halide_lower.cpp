@@ -101,14 +101,6 @@ bool has_transcendental(const Expr& e) {
   return te::any_of(e, [](const Expr& x) { return x.kind == ExprKind::Call && transcendental(x.fn); });
 }
 
-bool has_read(const Expr& e) {
-  return te::any_of(e, [](const Expr& x) { return x.kind == ExprKind::Read; });
-}
-
-bool has_var(const Expr& e) {
-  return te::any_of(e, [](const Expr& x) { return x.kind == ExprKind::Var; });
-}
-
 void collect_vars(const Expr& e, std::set<int>& out) {
   te::any_of(e, [&](const Expr& x) {
     if (x.kind == ExprKind::Var) out.insert(x.slot);
@@ -604,7 +596,8 @@ HE Lowerer::emit_read(const Expr& e, Env& env) {
   std::vector<std::string> idx(rank);
   for (size_t a = 0; a < rank; ++a) {
     idx[a] = conv(emit(*e.args[a], env), HT::I32).s;
-    if (has_read(*e.args[a]))  // data-dependent: clamp (the wrapper range-checks plain index tensors)
+    // data-dependent: clamp (the wrapper range-checks plain index tensors)
+    if (te::contains(*e.args[a], ExprKind::Read))
       idx[a] = fmt::format("clamp({}, 0, {} - 1)", idx[a], dim_extent(id, a));
   }
   const HT t = tensor_ht(id);
@@ -630,7 +623,7 @@ HE Lowerer::emit_read(const Expr& e, Env& env) {
   if (e.padded) {
     HE pad = e.pad_value ? emit(*e.pad_value, env) : HE{"", t, true, 0};
     pad = conv(pad, t);
-    if (input && !(e.pad_value && has_var(*e.pad_value))) {
+    if (input && !(e.pad_value && te::contains(*e.pad_value, ExprKind::Var))) {
       std::string pf = view(id, "px", pad.s);
       return {call(pf, idx), t};
     }
@@ -653,7 +646,8 @@ RClass Lowerer::classify(const Expr& red, const std::vector<int>& free_slots,
   collect_reads(*red.args[0], reads);
   bool bounds_dep = false;
   for (const auto& rv : red.rvars)
-    if (rv.lo && (has_var(*rv.lo) || has_var(*rv.hi))) bounds_dep = true;
+    if (rv.lo && (te::contains(*rv.lo, ExprKind::Var) || te::contains(*rv.hi, ExprKind::Var)))
+      bounds_dep = true;
   std::set<int> own;
   for (const auto& rv : red.rvars) own.insert(rv.slot);
   auto slots = [](const Expr& x) {
@@ -846,7 +840,7 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     const auto& rv = e.rvars[i];
     if (!rv.lo) {
       box[i] = {"Expr(0)", hsize(*rv.extent)};
-    } else if (!has_var(*rv.lo) && !has_var(*rv.hi)) {
+    } else if (!te::contains(*rv.lo, ExprKind::Var) && !te::contains(*rv.hi, ExprKind::Var)) {
       std::string lo = conv(emit(*rv.lo, inner), HT::I32).s, hi = conv(emit(*rv.hi, inner), HT::I32).s;
       box[i] = {lo, fmt::format("max({} - {}, 0)", hi, lo)};
     } else {
@@ -924,7 +918,7 @@ HE Lowerer::emit_reduce(const Expr& e, Env& env) {
     }
     for (size_t i = 0; i < nr; ++i) {
       const auto& rv = e.rvars[i];
-      if (rv.lo && (has_var(*rv.lo) || has_var(*rv.hi))) {
+      if (rv.lo && (te::contains(*rv.lo, ExprKind::Var) || te::contains(*rv.hi, ExprKind::Var))) {
         std::string k = be.var[rv.slot];
         preds.push_back(fmt::format("{} >= {} && {} < {}", k, conv(emit(*rv.lo, be), HT::I32).s, k,
                                     conv(emit(*rv.hi, be), HT::I32).s));
@@ -1077,7 +1071,8 @@ void Lowerer::emit_statement(const Stmt& s) {
   std::vector<std::string> idx(rank);
   for (size_t a = 0; a < rank; ++a) {
     idx[a] = conv(emit(*s.index[a], env), HT::I32).s;
-    if (has_read(*s.index[a])) idx[a] = fmt::format("clamp({}, 0, {} - 1)", idx[a], dim_extent(s.tensor, a));
+    if (te::contains(*s.index[a], ExprKind::Read))
+      idx[a] = fmt::format("clamp({}, 0, {} - 1)", idx[a], dim_extent(s.tensor, a));
   }
   std::string args;
   for (size_t a = rank; a-- > 0;) args += idx[a] + (a ? ", " : "");
@@ -1550,7 +1545,8 @@ std::optional<std::string> unsupported(const CheckedContract& c) {
       if (e.kind == ExprKind::Reduce) {
         bool dep = false;
         for (const auto& rv : e.rvars)
-          if (rv.lo && (has_var(*rv.lo) || has_var(*rv.hi))) dep = true;
+          if (rv.lo && (te::contains(*rv.lo, ExprKind::Var) || te::contains(*rv.hi, ExprKind::Var)))
+            dep = true;
         if (dep && e.rvars.size() > 1 && (e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin)) {
           bad = true;
           why = "argmax/argmin over several variables with index-dependent bounds";

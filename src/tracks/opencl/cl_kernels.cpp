@@ -34,24 +34,6 @@ struct Block {
   void line(const std::string& l) { text += std::string(static_cast<size_t>(indent) * 2, ' ') + l + "\n"; }
 };
 
-bool contains(const Expr& e, const std::function<bool(const Expr&)>& pred) {
-  if (pred(e)) return true;
-  for (const auto& a : e.args)
-    if (contains(*a, pred)) return true;
-  if (e.pad_value && contains(*e.pad_value, pred)) return true;
-  for (const auto& v : e.rvars) {
-    if (v.lo && contains(*v.lo, pred)) return true;
-    if (v.hi && contains(*v.hi, pred)) return true;
-  }
-  return false;
-}
-bool has_read(const Expr& e) {
-  return contains(e, [](const Expr& x) { return x.kind == ExprKind::Read; });
-}
-bool has_var(const Expr& e) {
-  return contains(e, [](const Expr& x) { return x.kind == ExprKind::Var; });
-}
-
 std::string float_literal(double v) {
   if (std::isnan(v)) return "NAN";
   if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
@@ -339,7 +321,7 @@ class Emitter {
     for (const auto& a : e.args) {
       Val v = emit(*a, b, false);
       std::string code = to_i(v);
-      const bool data = has_read(*a);
+      const bool data = te::contains(*a, ExprKind::Read);
       const bool simple =
           a->kind == ExprKind::Var || a->kind == ExprKind::Number || a->kind == ExprKind::Size;
       if (!simple || (data && !e.padded)) {
@@ -801,7 +783,7 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
   std::set<int> read;
   for (const auto& s : c.contract.compute) {
     auto scan = [&](const Expr& e) {
-      contains(e, [&](const Expr& x) {
+      te::any_of(e, [&](const Expr& x) {
         if (x.kind == ExprKind::Read) read.insert(x.slot);
         return false;
       });
@@ -1008,7 +990,8 @@ Plan plan_kernels(const CheckedContract& c, const Settings& st) {
       if (!arg && r->args[0]->type != Type::Float) wg_ok = false;
       std::string len;
       for (const auto& rv : r->rvars) {
-        if (rv.lo && (has_var(*rv.lo) || has_var(*rv.hi) || has_read(*rv.lo) || has_read(*rv.hi)))
+        if (rv.lo && (te::contains(*rv.lo, ExprKind::Var) || te::contains(*rv.hi, ExprKind::Var) ||
+                      te::contains(*rv.lo, ExprKind::Read) || te::contains(*rv.hi, ExprKind::Read)))
           wg_ok = false;
         if (!wg_ok) break;
         std::string e = rv.lo ? "((" + emit_size_expr(*rv.hi) + ") - (" + emit_size_expr(*rv.lo) + "))"

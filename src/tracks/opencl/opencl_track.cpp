@@ -26,13 +26,6 @@ std::string oclc_path() {
 
 namespace {
 
-bool has_reduction(const te::Expr& e) {
-  if (e.kind == te::ExprKind::Reduce) return true;
-  for (const auto& a : e.args)
-    if (has_reduction(*a)) return true;
-  return false;
-}
-
 // Bytes per element of a tensor's storage as a C++ expression of op_dtype.
 std::string elem_bytes(const TensorInfo& t) {
   if (t.fixed_dtype) return std::to_string(dtype_size(*t.fixed_dtype));
@@ -346,7 +339,7 @@ KnobSpace OpenclTrack::knobs(const CheckedContract& c, const target::MachineInfo
   k.add_int("ipw", {1, 2, 4, 8}, 1,
             "output elements per work-item (grid-strided, so neighbours stay adjacent)");
   bool reduces = false;
-  for (const auto& s : c.contract.compute) reduces |= opencl::has_reduction(*s.rhs);
+  for (const auto& s : c.contract.compute) reduces |= te::contains(*s.rhs, te::ExprKind::Reduce);
   if (reduces) {
     k.add_choice(
         "local_reduce", {"off", "on", "auto"}, "auto",

@@ -18,13 +18,6 @@ using te::Op;
 using te::ReduceOp;
 using te::Type;
 
-bool contains_read(const Expr& e) {
-  return te::any_of(e, [](const Expr& x) { return x.kind == ExprKind::Read; });
-}
-bool contains_reduce(const Expr& e) {
-  return te::any_of(e, [](const Expr& x) { return x.kind == ExprKind::Reduce; });
-}
-
 std::string CppExprEmitter::type_of(Type t) const {
   switch (t) {
     case Type::Int:
@@ -138,7 +131,7 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     pre += fmt::format("{}int64_t {} = {};\n", ind, name, value);
     if (e.padded) {
       inside += fmt::format("{}((uint64_t){} < (uint64_t){})", inside.empty() ? "" : " && ", name, dim);
-    } else if (contains_read(ix)) {  // data-dependent: checked here, reported through err
+    } else if (te::contains(ix, ExprKind::Read)) {  // data-dependent: checked here, reported through err
       pre += fmt::format(
           "{}if ((uint64_t){} >= (uint64_t){}) {{ cake_set_error(&err, CAKE_ERR_INDEX); {} = 0; }}\n", ind,
           name, dim, name);
@@ -240,7 +233,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   const Expr& body = *e.args[0];
   const bool single = e.rvars.size() == 1;
   // Vectorizable when the loop is innermost and its body is a plain expression.
-  const bool vec = o_.vector_reductions && single && !contains_reduce(body) &&
+  const bool vec = o_.vector_reductions && single && !te::contains(body, ExprKind::Reduce) &&
                    !te::any_of(body, [](const Expr& x) { return x.kind == ExprKind::Read && x.padded; }) &&
                    (e.reduce == ReduceOp::Sum || e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min ||
                     e.reduce == ReduceOp::Prod);

@@ -59,7 +59,4 @@ class CppExprEmitter {
   std::string hoist_indent_;
 };
 
-bool contains_read(const te::Expr& e);
-bool contains_reduce(const te::Expr& e);
-
 }  // namespace cake::tracks::simd

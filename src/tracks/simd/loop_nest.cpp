@@ -284,7 +284,7 @@ std::string Lowering::extents_product(const Stmt& s, int from, int to) const {
 std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind0) {
   const Stmt& s = stmt(si);
   std::string outer, inner_head, hoist, ind = ind0;
-  const bool inner_simd = o_.vectorize && !contains_reduce(*s.rhs);
+  const bool inner_simd = o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce);
   for (int k = prefix; k < s.n_domain; ++k) {
     const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
     std::string& dst = k == s.n_domain - 1 ? inner_head : outer;
@@ -409,7 +409,8 @@ std::optional<Contraction> Lowering::match_contraction(const Group& g) const {
   if (g.stmts.size() > 1) {  // the rest must be elementwise over the same domain: the epilogue
     if (g.prefix != n) return std::nullopt;
     for (size_t m = 1; m < g.stmts.size(); ++m)
-      if (stmt(g.stmts[m]).n_domain != n || contains_reduce(*stmt(g.stmts[m]).rhs)) return std::nullopt;
+      if (stmt(g.stmts[m]).n_domain != n || te::contains(*stmt(g.stmts[m]).rhs, ExprKind::Reduce))
+        return std::nullopt;
   }
   std::vector<const Expr*> reds;
   te::any_of(*s.rhs, [&](const Expr& e) {
@@ -553,7 +554,7 @@ std::string Lowering::emit_group(const Group& g) {
     if (n == 0) return out + emit_statement_body(g.stmts[0], 0, "    ") + "  }\n";
     // Parallel over all axes but the innermost (collapsed), or over the only axis.
     const int outer = n == 1 ? 1 : n - 1;
-    const bool simd_on_parallel = n == 1 && o_.vectorize && !contains_reduce(*s.rhs);
+    const bool simd_on_parallel = n == 1 && o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce);
     out += fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n",
                        simd_on_parallel ? " simd" : "", outer > 1 ? fmt::format(" collapse({})", outer) : "",
                        omp_threads(), work_if(extents_product(s, 0, n)));
