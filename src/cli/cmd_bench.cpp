@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -31,36 +32,59 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The libtorch baseline's median time for a case, or a negative value with the reason in `why`.
-double torch_baseline_seconds(const std::string& contract, const cases::Case& k, int threads,
-                              std::string& why) {
+// The libtorch baseline of one operator's whole case set, timed in one cake-torch-baseline process (libtorch
+// loads once): case index → median seconds, or a negative value with the reason in `why[index]`.
+struct BaselineTimes {
+  std::map<int, double> seconds;
+  std::map<int, std::string> why;
+  std::string all_why;  // the reason for a case with no line of its own
+
+  double get(int index, std::string& reason) const {
+    if (auto it = seconds.find(index); it != seconds.end()) return it->second;
+    auto w = why.find(index);
+    reason = w != why.end() ? w->second : all_why;
+    return -1;
+  }
+};
+
+BaselineTimes torch_baseline_times(const std::string& contract, cases::Set set, size_t n_cases, int threads) {
+  BaselineTimes b;
 #ifdef CAKE_TORCH_BASELINE_PATH
   const fs::path dir = fs::temp_directory_path() / fmt::format("cake-bench-{}", ::getpid());
   fs::create_directories(dir);
-  const fs::path log = dir / "baseline.json";
+  const fs::path log = dir / "baseline.jsonl";
   fs::remove(log);
+  const double limit = 60 + 30.0 * static_cast<double>(n_cases);
   const build::ProcessResult p =
       build::run_process({CAKE_TORCH_BASELINE_PATH, "--contract", fs::absolute(contract).string(), "--set",
-                          std::string(cases::set_name(k.set)), "--case", std::to_string(k.index), "--threads",
-                          std::to_string(threads), "--json"},
-                         dir, log, 300);
-  const std::string out = read_file(log).value_or("");
+                          std::string(cases::set_name(set)), "--all", "--threads", std::to_string(threads)},
+                         dir, log, limit);
+  std::stringstream lines(read_file(log).value_or(""));
   std::error_code ec;
   fs::remove_all(dir, ec);
-  const size_t brace = out.rfind("\n{");
-  try {
-    const auto j = nlohmann::json::parse(out.substr(brace == std::string::npos ? 0 : brace + 1));
-    if (j.contains("median_s")) return j["median_s"].get<double>();
-    why = j.value("error", "no time reported");
-  } catch (const std::exception&) {
-    why = p.timed_out ? "the baseline timed out" : "the baseline printed no JSON";
+  b.all_why = p.timed_out ? fmt::format("the baseline timed out after {:.0f} s", limit)
+                          : "the baseline printed no line for this case";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;  // libtorch's own warnings
+    try {
+      const auto j = nlohmann::json::parse(line);
+      if (!j.contains("index")) {
+        if (j.contains("error")) b.all_why = j["error"].get<std::string>();
+        continue;
+      }
+      const int i = j["index"].get<int>();
+      if (j.contains("median_s"))
+        b.seconds[i] = j["median_s"].get<double>();
+      else
+        b.why[i] = j.value("error", "no time reported");
+    } catch (const std::exception&) {
+    }
   }
-  return -1;
 #else
-  (void)contract, (void)k, (void)threads;
-  why = "built without libtorch (CAKE_BUILD_TORCH=OFF)";
-  return -1;
+  (void)contract, (void)set, (void)n_cases, (void)threads;
+  b.all_why = "built without libtorch (CAKE_BUILD_TORCH=OFF)";
 #endif
+  return b;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -159,7 +183,15 @@ void add_bench_command(CLI::App& app) {
               .step();
           const int64_t cand = db.last_insert_rowid();
           op["build"] = build::status_name(b.status);
-          for (const cases::Case& k : cases::make_cases(c, set)) {
+          const std::vector<cases::Case> ks = cases::make_cases(c, set);
+          BaselineTimes base;
+          base.all_why = "--no-baseline";
+          if (!o->no_baseline && b.ok()) {
+            if (tty)
+              std::fprintf(stderr, "\r  %s: timing the libtorch baseline          ", c.contract.name.c_str());
+            base = torch_baseline_times(file, set, ks.size(), threads);
+          }
+          for (const cases::Case& k : ks) {
             eval::CaseRun run;
             if (b.ok()) {
               eval::SandboxOptions so;
@@ -174,8 +206,8 @@ void add_bench_command(CLI::App& app) {
             ran = ran || run.verdict != eval::Verdict::CompileError;
             const bool pass = run.verdict == eval::Verdict::Pass && run.timing;
             const double t_cand = pass ? run.timing->median_s : 0;
-            std::string why = o->no_baseline ? "--no-baseline" : "";
-            double t_base = pass && !o->no_baseline ? torch_baseline_seconds(file, k, threads, why) : -1;
+            std::string why;
+            double t_base = pass ? base.get(k.index, why) : -1;
             if (t_base <= 0) t_base = t_cand;  // no baseline: HAP is 0.5 at best
             const double t_hw = eval::floor_seconds(eval::case_cost(c, k), peaks);
             cr.push_back({pass, t_cand, t_base, t_hw});

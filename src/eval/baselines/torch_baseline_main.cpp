@@ -2,6 +2,7 @@
 // harness's timing loop, checks its result once against the reference interpreter, and prints one JSON
 // object.
 //   cake-torch-baseline --contract bench/ops/softmax.yaml --set standard --case 3 --threads 2 --json
+//   cake-torch-baseline --contract bench/ops/softmax.yaml --set hidden --all     (one JSON line per case)
 //   cake-torch-baseline --contract bench/ops/matmul.yaml --sizes M=1024,N=1024,K=1024 --dtype f32 --threads 2
 // Inputs are converted once to torch tensors in the case dtype and reused by every call; outputs are
 // preallocated (NaN-filled) and written by out= variants or copy_ (torch_ops::allocation says which).
@@ -114,19 +115,30 @@ struct Args {
   std::string contract, set = "standard", sizes, dtype;
   int case_index = 0, threads = 1, warmup = 2, min_reps = 5;
   double min_seconds = 0.25;
-  bool json_line = false, no_check = false;
+  bool json_line = false, no_check = false, all = false;
 };
 
-json run(const Args& a) {
+cake::CheckedContract load(const Args& a) {
   cake::CheckedContract c;
   try {
     c = cake::load_and_check(a.contract);
   } catch (const cake::ContractError& e) {
     throw Failure{"contract rejected: " + e.loc().str() + ": " + e.message()};
   }
-  const std::string op = c.contract.name;
-  if (!to::has_torch_op(op)) throw Failure{"unknown op '" + op + "': no libtorch baseline"};
+  if (!to::has_torch_op(c.contract.name))
+    throw Failure{"unknown op '" + c.contract.name + "': no libtorch baseline"};
+  return c;
+}
 
+cake::cases::Set parse_set(const std::string& s) {
+  if (s == "standard") return cake::cases::Set::Standard;
+  if (s == "hidden") return cake::cases::Set::Hidden;
+  throw Failure{"--set: standard or hidden, not '" + s + "'"};
+}
+
+// The case the arguments name: --sizes (with --dtype) or --set and --case.
+cake::cases::Case chosen_case(const cake::CheckedContract& c, const Args& a) {
+  const std::string& op = c.contract.name;
   cake::cases::Case k;
   if (!a.sizes.empty()) {
     const auto dt =
@@ -137,24 +149,21 @@ json run(const Args& a) {
     k = cake::cases::make_case(c, parse_sizes(a.sizes), *dt);
   } else {
     if (!a.dtype.empty()) throw Failure{"--dtype goes with --sizes (a set case has its own dtype)"};
-    cake::cases::Set set;
-    if (a.set == "standard")
-      set = cake::cases::Set::Standard;
-    else if (a.set == "hidden")
-      set = cake::cases::Set::Hidden;
-    else
-      throw Failure{"--set: standard or hidden, not '" + a.set + "'"};
-    const auto cs = cake::cases::make_cases(c, set);
+    const auto cs = cake::cases::make_cases(c, parse_set(a.set));
     if (a.case_index < 0 || a.case_index >= static_cast<int>(cs.size()))
       throw Failure{"--case " + std::to_string(a.case_index) + ": the " + a.set + " set has " +
                     std::to_string(cs.size()) + " cases"};
     k = cs[a.case_index];
   }
+  return k;
+}
+
+// Times and checks one case; `custom` says the case came from --sizes rather than a set.
+json run_case(const cake::CheckedContract& c, const cake::cases::Case& k, const Args& a, bool custom) {
+  const std::string& op = c.contract.name;
   const std::string dtype_name(cake::dtype_name(k.dtype));
-  g_context = {{"op", op},
-               {"case", a.sizes.empty() ? k.id() : "custom"},
-               {"shape", k.describe()},
-               {"dtype", dtype_name}};
+  g_context = {
+      {"op", op}, {"case", custom ? "custom" : k.id()}, {"shape", k.describe()}, {"dtype", dtype_name}};
 
   const int threads = a.threads > 0 ? a.threads : usable_cores();
   at::set_num_threads(threads);
@@ -226,7 +235,7 @@ json run(const Args& a) {
 
   const char* cap_env = std::getenv("ATEN_CPU_CAPABILITY");
   json r = {{"op", op},
-            {"case", a.sizes.empty() ? k.id() : "custom"},
+            {"case", custom ? "custom" : k.id()},
             {"shape", k.describe()},
             {"dtype", dtype_name},
             {"threads", threads},
@@ -239,6 +248,58 @@ json run(const Args& a) {
   const json timing = tm.to_json();
   for (const auto& [key, v] : timing.items()) r[key] = v;
   return r;
+}
+
+// The error object for a failure, with what is known of the run.
+json error_json(const std::string& err) {
+  json e = g_context;
+  e["error"] = err;
+  return e;
+}
+
+// Runs `f`, turning every failure into its error message; returns "" when `f` succeeded.
+template <class F>
+std::string catch_failure(F&& f) {
+  try {
+    f();
+    return "";
+  } catch (const Failure& x) {
+    return x.msg;
+  } catch (const c10::Error& x) {
+    return "libtorch: " + first_line(x.what_without_backtrace());
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// --all: every case of the set in this one process (libtorch loads once), one JSON line per case as it
+// finishes; a case that fails prints its error line and the next case still runs.
+int run_all(const Args& a) {
+  cake::CheckedContract c;
+  std::vector<cake::cases::Case> cs;
+  std::string err = catch_failure([&] {
+    c = load(a);
+    cs = cake::cases::make_cases(c, parse_set(a.set));
+  });
+  if (!err.empty()) {
+    std::cout << error_json(err).dump() << std::endl;
+    return kExitError;
+  }
+  bool all_ok = true;
+  for (const cake::cases::Case& k : cs) {
+    g_context = {{"op", c.contract.name}, {"case", k.id()}, {"index", k.index}};
+    json r;
+    err = catch_failure([&] { r = run_case(c, k, a, false); });
+    if (!err.empty()) {
+      all_ok = false;
+      r = error_json(err);
+    }
+    r["index"] = k.index;
+    std::cout << r.dump() << std::endl;
+  }
+  return all_ok ? 0 : kExitError;
 }
 
 }  // namespace
@@ -257,6 +318,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-reps", a.min_reps, "timed repetitions to reach");
   app.add_flag("--json", a.json_line, "one JSON line (default: indented JSON)");
   app.add_flag("--no-check", a.no_check, "skip the check against the reference (gate: null)");
+  app.add_flag("--all", a.all, "every case of --set in one process, one JSON line per case");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -265,22 +327,16 @@ int main(int argc, char** argv) {
     std::cout << json{{"error", std::string("arguments: ") + e.what()}}.dump() << "\n";
     return kExitError;
   }
-  std::string err;
-  try {
-    json r = run(a);
-    std::cout << (a.json_line ? r.dump() : r.dump(2)) << "\n";
-    return 0;
-  } catch (const Failure& f) {
-    err = f.msg;
-  } catch (const c10::Error& e) {
-    err = "libtorch: " + first_line(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    err = e.what();
-  } catch (...) {
-    err = "unknown error";
+  if (a.all) return run_all(a);
+  json r;
+  const std::string err = catch_failure([&] {
+    const cake::CheckedContract c = load(a);
+    r = run_case(c, chosen_case(c, a), a, !a.sizes.empty());
+  });
+  if (!err.empty()) {
+    std::cout << error_json(err).dump() << "\n";
+    return kExitError;
   }
-  json e = g_context;
-  e["error"] = err;
-  std::cout << e.dump() << "\n";
-  return kExitError;
+  std::cout << (a.json_line ? r.dump() : r.dump(2)) << "\n";
+  return 0;
 }
