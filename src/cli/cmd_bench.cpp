@@ -139,12 +139,17 @@ void add_bench_command(CLI::App& app) {
     }
     const target::MachineInfo m = target::describe_machine();
     const int threads = o->threads > 0 ? o->threads : m.logical_cores;
-    const eval::MachinePeaks peaks{m.fma_gflops * 1e9, m.bandwidth_gbs * 1e9};
+    // The floor uses the peaks of the thread count the kernels run with: one thread cannot reach the
+    // all-core bandwidth or FMA rate.
+    const bool one = threads == 1;
+    const eval::MachinePeaks peaks{(one ? m.fma_gflops_1t : m.fma_gflops) * 1e9,
+                                   (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9};
     store::Store db;
-    nlohmann::json doc{{"set", o->set},
-                       {"track", o->track},
-                       {"threads", threads},
-                       {"peaks", {{"fma_gflops", m.fma_gflops}, {"bandwidth_gbs", m.bandwidth_gbs}}}};
+    nlohmann::json doc{
+        {"set", o->set},
+        {"track", o->track},
+        {"threads", threads},
+        {"peaks", {{"fma_gflops", peaks.flops_per_s / 1e9}, {"bandwidth_gbs", peaks.bytes_per_s / 1e9}}}};
     doc["operators"] = nlohmann::json::array();
     std::vector<eval::OperatorResult> results;
     if (!o->json)

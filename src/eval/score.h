@@ -25,8 +25,8 @@ struct CaseCost {
 CaseCost case_cost(const CheckedContract& c, const cases::Case& k);
 
 struct MachinePeaks {
-  double flops_per_s = 0;  // the doctor's all-core FP32 FMA peak
-  double bytes_per_s = 0;  // the doctor's all-core triad bandwidth
+  double flops_per_s = 0;  // the doctor's FP32 FMA peak at the thread count the kernels run with
+  double bytes_per_s = 0;  // the doctor's triad bandwidth at that thread count
 };
 
 // T_HW in seconds.
