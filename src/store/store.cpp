@@ -71,6 +71,22 @@ CREATE TABLE IF NOT EXISTS router_abilities (
   PRIMARY KEY (target, policy, track)
 );
 )sql",
+    // 2: every measured (operator, track) outcome the router learns from (DESIGN §7 L3).
+    R"sql(
+CREATE TABLE IF NOT EXISTS router_outcomes (
+  id            INTEGER PRIMARY KEY,
+  target        TEXT NOT NULL,
+  policy        TEXT NOT NULL,
+  track         TEXT NOT NULL,
+  operator      TEXT NOT NULL,
+  contract_hash TEXT NOT NULL,
+  profile_json  TEXT NOT NULL,
+  score         REAL NOT NULL,
+  run_id        INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS router_outcomes_key ON router_outcomes(target, policy);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -87,7 +103,9 @@ Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
     fail(db, "prepare \"" + std::string(sql.substr(0, 60)) + "\"");
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
 
 Statement::Statement(Statement&& o) noexcept
     : db_(std::exchange(o.db_, nullptr)), stmt_(std::exchange(o.stmt_, nullptr)) {}
@@ -136,19 +154,30 @@ void Statement::reset() {
   sqlite3_reset(stmt_);
 }
 
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
-bool Statement::column_is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-int64_t Statement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+int Statement::column_count() const {
+  return sqlite3_column_count(stmt_);
+}
+bool Statement::column_is_null(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+int64_t Statement::column_int64(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
+double Statement::column_double(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
 
 std::string Statement::column_text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
-  return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(stmt_, col))) : std::string();
+  return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(stmt_, col)))
+           : std::string();
 }
 
 // ---- Store
 
-std::filesystem::path Store::default_path() { return cache_path("cake.db"); }
+std::filesystem::path Store::default_path() {
+  return cache_path("cake.db");
+}
 
 Store::Store(const std::filesystem::path& path) : path_(path) {
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -164,8 +193,7 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     exec("PRAGMA foreign_keys = ON");
     if (journal_mode() != "wal") {
       Statement s(db_, "PRAGMA journal_mode = WAL");
-      if (!s.step() || s.column_text(0) != "wal")
-        throw Error("store: cannot switch to WAL journal mode");
+      if (!s.step() || s.column_text(0) != "wal") throw Error("store: cannot switch to WAL journal mode");
     }
     migrate();
   } catch (const Error& e) {
@@ -175,7 +203,9 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
   }
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(db_);
+}
 
 Store::Store(Store&& o) noexcept : path_(std::move(o.path_)), db_(std::exchange(o.db_, nullptr)) {}
 
@@ -198,7 +228,9 @@ void Store::exec(std::string_view sql) {
   }
 }
 
-Statement Store::prepare(std::string_view sql) { return Statement(db_, sql); }
+Statement Store::prepare(std::string_view sql) {
+  return Statement(db_, sql);
+}
 
 int Store::schema_version() {
   Statement s(db_, "PRAGMA user_version");
@@ -206,7 +238,8 @@ int Store::schema_version() {
 }
 
 std::vector<std::string> Store::table_names() {
-  Statement s(db_, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  Statement s(
+      db_, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
   std::vector<std::string> names;
   while (s.step()) names.push_back(s.column_text(0));
   return names;
@@ -222,7 +255,9 @@ bool Store::foreign_keys() {
   return s.step() && s.column_int64(0) != 0;
 }
 
-int64_t Store::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Store::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
 
 void Store::migrate() {
   if (const int v = schema_version(); v > kSchemaVersion)
@@ -241,7 +276,9 @@ void Store::migrate() {
 
 // ---- Transaction
 
-Transaction::Transaction(Store& s) : store_(s) { store_.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Store& s) : store_(s) {
+  store_.exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
   if (!done_) sqlite3_exec(store_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);

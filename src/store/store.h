@@ -49,7 +49,7 @@ class Statement {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   static std::filesystem::path default_path();  // cache_path("cake.db")
 
@@ -65,7 +65,7 @@ class Store {
   void exec(std::string_view sql);  // one or more statements, no results
   Statement prepare(std::string_view sql);
 
-  int schema_version();                   // PRAGMA user_version
+  int schema_version();                    // PRAGMA user_version
   std::vector<std::string> table_names();  // user tables, sorted
   std::string journal_mode();              // "wal" once opened
   bool foreign_keys();                     // PRAGMA foreign_keys

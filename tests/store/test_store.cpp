@@ -30,7 +30,8 @@ class StoreTest : public ::testing::Test {
   fs::path dir_;
 };
 
-const std::vector<std::string> kTables = {"candidates", "measurements", "router_abilities", "runs", "traces"};
+const std::vector<std::string> kTables = {"candidates",      "measurements", "router_abilities",
+                                          "router_outcomes", "runs",         "traces"};
 
 std::vector<std::string> columns(Store& s, const std::string& table) {
   Statement st = s.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid");
@@ -59,8 +60,8 @@ TEST_F(StoreTest, FreshDatabaseHasSchema) {
             (std::vector<std::string>{"id", "candidate_id", "case_set", "case_index", "dtype", "verdict",
                                       "time_ns_median", "time_ns_spread", "mere", "mare", "efficiency",
                                       "created_at"}));
-  EXPECT_EQ(columns(s, "traces"), (std::vector<std::string>{"id", "run_id", "skill", "input_json", "output_json",
-                                                            "elapsed_ms", "created_at"}));
+  EXPECT_EQ(columns(s, "traces"), (std::vector<std::string>{"id", "run_id", "skill", "input_json",
+                                                            "output_json", "elapsed_ms", "created_at"}));
   EXPECT_EQ(columns(s, "router_abilities"),
             (std::vector<std::string>{"target", "policy", "track", "params_json", "fitted_at"}));
 }
@@ -68,7 +69,10 @@ TEST_F(StoreTest, FreshDatabaseHasSchema) {
 TEST_F(StoreTest, ReopenIsIdempotentAndKeepsData) {
   {
     Store s(db());
-    s.prepare("INSERT INTO runs(command, contract_name) VALUES (?1, ?2)").bind(1, "doctor").bind(2, "add").step();
+    s.prepare("INSERT INTO runs(command, contract_name) VALUES (?1, ?2)")
+        .bind(1, "doctor")
+        .bind(2, "add")
+        .step();
     EXPECT_EQ(s.last_insert_rowid(), 1);
   }
   for (int i = 0; i < 3; ++i) {
@@ -82,6 +86,20 @@ TEST_F(StoreTest, ReopenIsIdempotentAndKeepsData) {
     EXPECT_FALSE(q.column_text(2).empty());
     EXPECT_FALSE(q.step());
   }
+}
+
+TEST_F(StoreTest, VersionOneDatabaseMigratesAndKeepsItsRuns) {
+  {
+    Store s(db());
+    s.exec("INSERT INTO runs(command) VALUES ('bench standard')");
+    s.exec("DROP TABLE router_outcomes; PRAGMA user_version = 1");  // what a version-1 file holds
+  }
+  Store s(db());
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+  EXPECT_EQ(s.table_names(), kTables);
+  Statement st = s.prepare("SELECT count(*) FROM runs");
+  ASSERT_TRUE(st.step());
+  EXPECT_EQ(st.column_int64(0), 1);
 }
 
 TEST_F(StoreTest, StatementsBindAndReadBack) {
@@ -110,10 +128,12 @@ TEST_F(StoreTest, StatementsBindAndReadBack) {
   EXPECT_EQ(q.column_count(), 3);
 
   // Router abilities: one row per (target, policy, track).
-  s.exec("INSERT INTO router_abilities(target, policy, track, params_json) VALUES ('cpu', 'builtin', 'simd', '{}')");
-  EXPECT_THROW(
-      s.exec("INSERT INTO router_abilities(target, policy, track, params_json) VALUES ('cpu','builtin','simd','{}')"),
-      cake::Error);
+  s.exec(
+      "INSERT INTO router_abilities(target, policy, track, params_json) VALUES ('cpu', 'builtin', 'simd', "
+      "'{}')");
+  EXPECT_THROW(s.exec("INSERT INTO router_abilities(target, policy, track, params_json) VALUES "
+                      "('cpu','builtin','simd','{}')"),
+               cake::Error);
 }
 
 TEST_F(StoreTest, ForeignKeysAreEnforced) {
@@ -169,7 +189,10 @@ TEST_F(StoreTest, BadSqlThrowsWithSqliteMessage) {
 }
 
 TEST_F(StoreTest, NewerSchemaIsRefused) {
-  { Store s(db()); s.exec("PRAGMA user_version = 99"); }
+  {
+    Store s(db());
+    s.exec("PRAGMA user_version = 99");
+  }
   EXPECT_THROW(Store{db()}, cake::Error);
 }
 
