@@ -9,12 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace {
-
-struct Result {
-  int code = -1;
-  std::string out;
-};
+#include "cli_util.h"
 
 Result run(const std::string& args) {
   std::string cmd = std::string(CAKE_BINARY_DIR) + "/src/cli/cake " + args + " 2>/dev/null";
@@ -28,6 +23,8 @@ Result run(const std::string& args) {
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
 }
+
+namespace {
 
 TEST(Cli, CheckAcceptsTheWholeSuite) {
   Result r = run("check --json " + std::string(CAKE_SOURCE_DIR) + "/bench/ops/*.yaml");
@@ -80,8 +77,9 @@ TEST(Cli, LowerChecksAKernelAgainstTheReference) {
 // The bench on one operator (without the libtorch baseline, to keep it short): every case sandboxed,
 // passing and timed, a score between the 20 % for running and 100, and the level table.
 TEST(Cli, BenchScoresAnOperator) {
-  Result r =
-      run("bench --json --no-baseline --ops add --suite " + std::string(CAKE_SOURCE_DIR) + "/bench/ops");
+  Result r = run("bench --json --no-baseline --ops add --store " +
+                 (std::filesystem::temp_directory_path() / "cake-cli-bench.db").string() + " --suite " +
+                 std::string(CAKE_SOURCE_DIR) + "/bench/ops");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["operators"].size(), 1u);
@@ -94,6 +92,8 @@ TEST(Cli, BenchScoresAnOperator) {
     EXPECT_GT(c["t_cand_s"].get<double>(), 0.0);
     EXPECT_GT(c["t_floor_s"].get<double>(), 0.0);
   }
+  EXPECT_EQ(op["track"], "simd");
+  EXPECT_FALSE(j.contains("router")) << "no outcome is recorded without a baseline";
   ASSERT_EQ(j["levels"].size(), 2u);  // level 1, then all
   EXPECT_DOUBLE_EQ(j["levels"][1]["pass_rate"].get<double>(), 1.0);
 }
