@@ -19,6 +19,7 @@
 
 #include "build/build_service.h"
 #include "build/process.h"
+#include "cli/bench_run.h"
 #include "cli/commands.h"
 #include "contract/contract.h"
 #include "core/error.h"
@@ -38,61 +39,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The libtorch baseline of one operator's whole case set, timed in one cake-torch-baseline process (libtorch
-// loads once): case index → median seconds, or a negative value with the reason in `why[index]`.
-struct BaselineTimes {
-  std::map<int, double> seconds;
-  std::map<int, std::string> why;
-  std::string all_why;  // the reason for a case with no line of its own
-
-  double get(int index, std::string& reason) const {
-    if (auto it = seconds.find(index); it != seconds.end()) return it->second;
-    auto w = why.find(index);
-    reason = w != why.end() ? w->second : all_why;
-    return -1;
-  }
-};
-
-BaselineTimes torch_baseline_times(const std::string& contract, cases::Set set, size_t n_cases, int threads) {
-  BaselineTimes b;
-#ifdef CAKE_TORCH_BASELINE_PATH
-  const fs::path dir = fs::temp_directory_path() / fmt::format("cake-bench-{}", ::getpid());
-  fs::create_directories(dir);
-  const fs::path log = dir / "baseline.jsonl";
-  fs::remove(log);
-  const double limit = 60 + 30.0 * static_cast<double>(n_cases);
-  const build::ProcessResult p =
-      build::run_process({CAKE_TORCH_BASELINE_PATH, "--contract", fs::absolute(contract).string(), "--set",
-                          std::string(cases::set_name(set)), "--all", "--threads", std::to_string(threads)},
-                         dir, log, limit);
-  std::stringstream lines(read_file(log).value_or(""));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  b.all_why = p.timed_out ? fmt::format("the baseline timed out after {:.0f} s", limit)
-                          : "the baseline printed no line for this case";
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] != '{') continue;  // libtorch's own warnings
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (!j.contains("index")) {
-        if (j.contains("error")) b.all_why = j["error"].get<std::string>();
-        continue;
-      }
-      const int i = j["index"].get<int>();
-      if (j.contains("median_s"))
-        b.seconds[i] = j["median_s"].get<double>();
-      else
-        b.why[i] = j.value("error", "no time reported");
-    } catch (const std::exception&) {
-    }
-  }
-#else
-  (void)contract, (void)set, (void)n_cases, (void)threads;
-  b.all_why = "built without libtorch (CAKE_BUILD_TORCH=OFF)";
-#endif
-  return b;
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> v;
   std::stringstream in(s);
@@ -100,130 +46,6 @@ std::vector<std::string> split(const std::string& s) {
   while (std::getline(in, x, ','))
     if (!x.empty()) v.push_back(x);
   return v;
-}
-
-// What one track did on one operator.
-struct TrackRun {
-  nlohmann::json op;
-  eval::OperatorResult result;
-  bool feasible = false;
-};
-
-struct BenchContext {
-  cases::Set set;
-  int threads;
-  double case_seconds;
-  bool tty;
-  eval::MachinePeaks peaks;
-  store::Store& db;
-};
-
-// Lowers, builds and judges one track on one operator (the run row already exists). `baseline` is called
-// once a kernel has built, and caches its answer.
-TrackRun bench_track(BenchContext& ctx, const CheckedContract& c, const std::string& file,
-                     const tracks::Track& track, const target::MachineInfo& m, int64_t run_id,
-                     const std::function<const BaselineTimes&(size_t)>& baseline) {
-  TrackRun t;
-  nlohmann::json& op = t.op;
-  op = {{"file", file}, {"name", c.contract.name}, {"level", c.contract.level}, {"track", track.name()}};
-  eval::OperatorResult& r = t.result;
-  r = {c.contract.level, 0, 0, 0};
-  const tracks::Feasibility f = track.feasible(c, m);
-  t.feasible = f.ok;
-  std::vector<eval::CaseResult> cr;
-  bool ran = false;
-  double sum_hap = 0, sum_eff = 0, log_speed = 0;
-  int timed = 0;
-  if (f.ok) {
-    const tracks::Artifact a = track.lower(c, m, {});
-    const build::BuildResult b = build::build(a);
-    ctx.db
-        .prepare(
-            "INSERT INTO candidates(run_id, track, knobs_json, source_hash, artifact_path) VALUES (?, ?, ?, "
-            "?, ?)")
-        .bind(1, run_id)
-        .bind(2, track.name())
-        .bind(3, a.knobs.to_json().dump())
-        .bind(4, b.hash)
-        .bind(5, b.directory.string())
-        .step();
-    const int64_t cand = ctx.db.last_insert_rowid();
-    op["build"] = build::status_name(b.status);
-    const std::vector<cases::Case> ks = cases::make_cases(c, ctx.set);
-    static const BaselineTimes kNone{{}, {}, "the kernel did not build"};
-    const BaselineTimes& base = b.ok() ? baseline(ks.size()) : kNone;
-    for (const cases::Case& k : ks) {
-      eval::CaseRun run;
-      if (b.ok()) {
-        eval::SandboxOptions so;
-        so.time_it = true;
-        so.threads = ctx.threads;
-        so.wall_seconds = ctx.case_seconds;
-        run = eval::run_sandboxed(b.library, file, k, so);
-      } else {
-        run.verdict = eval::Verdict::CompileError;
-        run.detail = b.failure;
-      }
-      ran = ran || run.verdict != eval::Verdict::CompileError;
-      const bool pass = run.verdict == eval::Verdict::Pass && run.timing;
-      const double t_cand = pass ? run.timing->median_s : 0;
-      std::string why;
-      double t_base = pass ? base.get(k.index, why) : -1;
-      if (t_base <= 0) t_base = t_cand;  // no baseline: HAP is 0.5 at best
-      const double t_hw = eval::floor_seconds(eval::case_cost(c, k), ctx.peaks);
-      cr.push_back({pass, t_cand, t_base, t_hw});
-      ++r.cases;
-      if (pass) {
-        ++r.passed;
-        ++timed;
-        sum_hap += eval::hap(t_cand, t_base, t_hw);
-        sum_eff += t_hw / t_cand;
-        log_speed += std::log(t_base / t_cand);
-      }
-      double mere = 0, mare = 0;
-      for (const eval::GateResult& g : run.gates) {
-        mere = std::max(mere, g.mere);
-        mare = std::max(mare, g.mare);
-      }
-      ctx.db
-          .prepare(
-              "INSERT INTO measurements(candidate_id, case_set, case_index, dtype, verdict, time_ns_median, "
-              "time_ns_spread, mere, mare, efficiency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-          .bind(1, cand)
-          .bind(2, std::string(cases::set_name(k.set)))
-          .bind(3, k.index)
-          .bind(4, std::string(dtype_name(k.dtype)))
-          .bind(5, std::string(eval::verdict_name(run.verdict)))
-          .bind(6, t_cand * 1e9)
-          .bind(7, run.timing ? run.timing->mad_s * 1e9 : 0.0)
-          .bind(8, mere)
-          .bind(9, mare)
-          .bind(10, pass ? t_hw / t_cand : 0.0)
-          .step();
-      op["cases"].push_back({{"id", k.id()},
-                             {"describe", k.describe()},
-                             {"verdict", eval::verdict_name(run.verdict)},
-                             {"detail", run.detail},
-                             {"t_cand_s", t_cand},
-                             {"t_base_s", t_base},
-                             {"t_floor_s", t_hw},
-                             {"baseline_note", why}});
-      if (ctx.tty)
-        std::fprintf(stderr, "\r  %s %s %s: %s          ", c.contract.name.c_str(),
-                     std::string(track.name()).c_str(), k.id().c_str(),
-                     std::string(eval::verdict_name(run.verdict)).c_str());
-    }
-  } else {
-    op["infeasible"] = f.reason;
-  }
-  r.score = eval::operator_score(ran, cr);
-  op["score"] = r.score;
-  op["passed"] = r.passed;
-  op["total"] = r.cases;
-  op["mean_hap"] = timed ? sum_hap / timed : 0;
-  op["mean_efficiency"] = timed ? sum_eff / timed : 0;
-  op["speedup_over_baseline"] = timed ? std::exp(log_speed / timed) : 0;
-  return t;
 }
 
 std::vector<const tracks::Track*> select_tracks(const std::string& spec) {
@@ -292,11 +114,7 @@ void add_bench_command(CLI::App& app) {
     }
     const target::MachineInfo m = target::describe_machine();
     const int threads = o->threads > 0 ? o->threads : m.logical_cores;
-    // The floor uses the peaks of the thread count the kernels run with: one thread cannot reach the
-    // all-core bandwidth or FMA rate.
-    const bool one = threads == 1;
-    const eval::MachinePeaks peaks{(one ? m.fma_gflops_1t : m.fma_gflops) * 1e9,
-                                   (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9};
+    const eval::MachinePeaks peaks = peaks_for_threads(m, threads);
     store::Store db = open_store();
     BenchContext ctx{set, threads, o->case_seconds, tty, peaks, db};
     const router::Key key{router::target_key(m)};

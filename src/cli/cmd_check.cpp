@@ -39,13 +39,17 @@ void add_check_command(CLI::App& app) {
       } catch (const ContractError& e) {
         ++failed;
         entry["ok"] = false;
-        entry["error"] = {{"file", e.loc().file}, {"line", e.loc().line}, {"col", e.loc().col},
-                          {"message", e.message()}, {"hint", e.hint()}};
+        entry["error"] = {{"file", e.loc().file},
+                          {"line", e.loc().line},
+                          {"col", e.loc().col},
+                          {"message", e.message()},
+                          {"hint", e.hint()}};
         if (!opts->json) std::fprintf(stderr, "%s\n", e.what());
       }
       doc.push_back(std::move(entry));
     }
-    if (opts->json) std::printf("%s\n", doc.dump(2).c_str());
+    if (opts->json)
+      std::printf("%s\n", doc.dump(2).c_str());
     else if (opts->files.size() > 1)
       std::printf("%zu of %zu contracts valid\n", opts->files.size() - failed, opts->files.size());
     set_exit_code(failed ? 1 : 0);

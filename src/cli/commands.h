@@ -14,6 +14,7 @@ void add_lower_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_route_command(CLI::App& app);
 void add_router_command(CLI::App& app);
+void add_deliver_command(CLI::App& app);
 
 // The process exit code a command's callback chose (0 by default).
 int exit_code();
