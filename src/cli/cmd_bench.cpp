@@ -19,7 +19,6 @@
 
 #include "build/build_service.h"
 #include "build/process.h"
-#include "cli/bench_run.h"
 #include "cli/commands.h"
 #include "contract/contract.h"
 #include "core/error.h"
@@ -29,6 +28,7 @@
 #include "profile/profile.h"
 #include "router/gate.h"
 #include "router/record.h"
+#include "skills/judge.h"
 #include "store/store.h"
 #include "target/machine.h"
 #include "tracks/track.h"
@@ -38,6 +38,38 @@ namespace cake::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// One track's default-knob kernel on one operator, or why the track cannot lower it.
+struct TrackRun {
+  nlohmann::json op;
+  eval::OperatorResult result;
+  bool feasible = false;
+};
+
+TrackRun bench_track(skills::Session& s, const CheckedContract& c, const std::string& file,
+                     const tracks::Track& track, cases::Set set) {
+  TrackRun t;
+  t.result = {c.contract.level, 0, 0, 0};
+  if (const tracks::Feasibility f = track.feasible(c, s.machine); !f.ok) {
+    t.op = {{"file", file},
+            {"name", c.contract.name},
+            {"level", c.contract.level},
+            {"track", std::string(track.name())},
+            {"infeasible", f.reason},
+            {"score", 0},
+            {"passed", 0},
+            {"total", 0},
+            {"mean_hap", 0},
+            {"mean_efficiency", 0},
+            {"speedup_over_baseline", 0}};
+    return t;
+  }
+  t.feasible = true;
+  skills::Judgement j = skills::judge(s, c, file, skills::lower_and_build(s, c, track, {}), set);
+  t.op = std::move(j.op);
+  t.result = j.result;
+  return t;
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> v;
@@ -114,9 +146,12 @@ void add_bench_command(CLI::App& app) {
     }
     const target::MachineInfo m = target::describe_machine();
     const int threads = o->threads > 0 ? o->threads : m.logical_cores;
-    const eval::MachinePeaks peaks = peaks_for_threads(m, threads);
     store::Store db = open_store();
-    BenchContext ctx{set, threads, o->case_seconds, tty, peaks, db};
+    skills::Session session(db, m, threads);
+    session.case_seconds = o->case_seconds;
+    session.baseline = !o->no_baseline;
+    session.progress = tty;
+    const eval::MachinePeaks& peaks = session.peaks;
     const router::Key key{router::target_key(m)};
     const bool record = !o->no_baseline && set == cases::Set::Standard;
     nlohmann::json doc{
@@ -135,29 +170,9 @@ void add_bench_command(CLI::App& app) {
       try {
         const CheckedContract c = load_and_check(file);
         const profile::Profile prof = profile::profile_of(c);
-        db.prepare("INSERT INTO runs(command, contract_name, contract_hash, target_json) VALUES (?, ?, ?, ?)")
-            .bind(1, "bench " + o->set)
-            .bind(2, c.contract.name)
-            .bind(3, c.hash)
-            .bind(4, target::to_json(m).dump())
-            .step();
-        const int64_t run_id = db.last_insert_rowid();
-        std::optional<BaselineTimes> base;
-        const auto baseline = [&](size_t n_cases) -> const BaselineTimes& {
-          if (!base) {
-            base.emplace();
-            base->all_why = "--no-baseline";
-            if (!o->no_baseline) {
-              if (tty)
-                std::fprintf(stderr, "\r  %s: timing the libtorch baseline          ",
-                             c.contract.name.c_str());
-              *base = torch_baseline_times(file, set, n_cases, threads);
-            }
-          }
-          return *base;
-        };
+        const int64_t run_id = session.begin_run("bench " + o->set, c);
         for (const tracks::Track* track : tracks) {
-          TrackRun t = bench_track(ctx, c, file, *track, m, run_id, baseline);
+          TrackRun t = bench_track(session, c, file, *track, set);
           results[std::string(track->name())].push_back(t.result);
           if (record && t.feasible) {
             router::record_outcome(
@@ -166,7 +181,6 @@ void add_bench_command(CLI::App& app) {
                 run_id);
             ++recorded;
           }
-          if (tty) std::fprintf(stderr, "\r%*s\r", 70, "");
           if (!o->json)
             std::printf(
                 "%-18s %5d %-7s %3d/%-3d %6.1f %8.3f %8.3f %8.2f%s\n", c.contract.name.c_str(),

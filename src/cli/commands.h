@@ -14,7 +14,8 @@ void add_lower_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_route_command(CLI::App& app);
 void add_router_command(CLI::App& app);
-void add_deliver_command(CLI::App& app);
+void add_generate_commands(CLI::App& app);  // generate, run, deliver
+void add_eval_command(CLI::App& app);
 
 // The process exit code a command's callback chose (0 by default).
 int exit_code();

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   cake::cli::add_bench_command(app);
   cake::cli::add_route_command(app);
   cake::cli::add_router_command(app);
-  cake::cli::add_deliver_command(app);
+  cake::cli::add_generate_commands(app);
+  cake::cli::add_eval_command(app);
   app.add_option("--store", cake::cli::store_path_option(),
                  "the SQLite store (default ~/.cache/cake/cake.db)");
   try {

@@ -439,6 +439,25 @@ std::string render_report_md(const json& report, const ReportPlots& plots, std::
     s += "## Routing decision\n\n" + value_cell(routing) + "\n\n";
   }
 
+  // Generation: the controller's attempts (track, why, outcome, time).
+  const json& gen = member(report, "generation");
+  if (gen.is_object()) {
+    s += "## Generation\n\n";
+    if (const auto t = num(gen, "seconds_to_first_correct"))
+      s += fmt::format("First correct kernel after {:.1f} s", *t);
+    if (const auto t = num(gen, "seconds")) s += fmt::format("; {:.1f} s in all, timing included", *t);
+    s += ".\n\n";
+    const json& attempts = member(gen, "attempts");
+    if (attempts.is_array() && !attempts.empty()) {
+      s += "| # | track | why | outcome | seconds |\n|---|---|---|---|---|\n";
+      int i = 0;
+      for (const json& a : attempts)
+        s += fmt::format("| {} | {} | {} | {} | {} |\n", ++i, cell(text(a, "track")), cell(text(a, "why")),
+                         cell(text(a, "outcome")), g3(num(a, "seconds")));
+      s += "\n";
+    }
+  }
+
   // Cases.
   if (cs.is_array() && !cs.empty()) {
     s += "## Cases\n\n";

@@ -1,0 +1,65 @@
+// `cake run`, `cake generate` and `cake eval` end to end on a four-case contract (no baseline): run writes a
+// package whose kernel `cake eval` judges again; a bounded generate that cannot repair in time fails with the
+// reason; bad arguments are clear errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kVariance = std::string(CAKE_SOURCE_DIR) + "/tests/agents/data/naive_variance.yaml";
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  void SetUp() override { fs::remove_all(dir_), fs::create_directories(dir_); }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string common() const { return " --threads 1 --no-baseline --store " + (dir_ / "cake.db").string(); }
+  fs::path dir_ = fs::temp_directory_path() / ("cake-cli-generate-" + std::to_string(::getpid()));
+};
+
+TEST_F(GenerateCli, RunDeliversAPackageThatEvalJudgesAgain) {
+  const fs::path pkg = dir_ / "pkg";
+  const Result r = run("run " + kVariance + " -o " + pkg.string() + " --json" + common());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_EQ(j["best"]["passed"], 4);
+  EXPECT_EQ(j["package"]["dir"], pkg.string());
+  EXPECT_TRUE(fs::exists(pkg / "lib/libcake_naive_variance.so"));
+  std::stringstream md;
+  md << std::ifstream(pkg / "report.md").rdbuf();
+  EXPECT_NE(md.str().find("## Generation"), std::string::npos);
+  EXPECT_NE(md.str().find("## Routing decision"), std::string::npos);
+
+  const Result e =
+      run("eval " + kVariance + " --kernel " + (pkg / "lib/cake_naive_variance_kernel.so").string() +
+          " --set hidden --no-timing" + common());
+  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("4 of 4 hidden cases pass"), std::string::npos) << e.out;
+}
+
+TEST_F(GenerateCli, ABoundedGenerateThatCannotRepairFailsWithTheReason) {
+  const Result r = run("generate " + kVariance +
+                       " --track simd -k compute=f32 -k acc=f32 --max-attempts 1 --json" + common());
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_NE(j["why_none"].get<std::string>().find("wrong-result"), std::string::npos) << j["why_none"];
+  EXPECT_EQ(j["attempts"].size(), 1u);
+}
+
+TEST_F(GenerateCli, BadArgumentsAreClearErrors) {
+  EXPECT_EQ(run("generate " + kVariance + " -k nonsense" + common()).code, 2);
+  EXPECT_EQ(run("deliver " + kVariance + common()).code, 106) << "deliver wants -o (CLI11's RequiredError)";
+  EXPECT_EQ(run("eval " + kVariance + " --kernel " + (dir_ / "none.so").string() + common()).code, 1);
+}
+
+}  // namespace
