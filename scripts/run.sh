@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: installs dependencies, builds, then `cake run` on the default operator
-# (rms_norm): route, generate and verify a kernel, time it against libtorch, and write the operator package
+# (rms_norm): route, generate and verify a kernel, evolve it (3 rounds), time it against libtorch, and write the operator package
 # to cake-out/<operator>. Usage: scripts/run.sh [contract.yaml] [more cake run options]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -87,6 +87,44 @@ CREATE TABLE IF NOT EXISTS router_outcomes (
 );
 CREATE INDEX IF NOT EXISTS router_outcomes_key ON router_outcomes(target, policy);
 )sql",
+    // 3: Evolution mode (DESIGN §8): every variant as it is planned and measured, and one row per round, so
+    // an interrupted run resumes with nothing lost or measured twice.
+    R"sql(
+CREATE TABLE IF NOT EXISTS evolution_variants (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  round         INTEGER NOT NULL,
+  track         TEXT NOT NULL,
+  knobs_json    TEXT NOT NULL,
+  source_hash   TEXT NOT NULL,
+  parent_id     INTEGER REFERENCES evolution_variants(id) ON DELETE SET NULL,
+  strategy      TEXT NOT NULL,
+  status        TEXT NOT NULL,
+  candidate_id  INTEGER REFERENCES candidates(id) ON DELETE SET NULL,
+  total_s       REAL,
+  efficiency    REAL,
+  passed        INTEGER,
+  total         INTEGER,
+  result_json   TEXT,
+  measured_at   TEXT,
+  UNIQUE (run_id, track, knobs_json)
+);
+CREATE INDEX IF NOT EXISTS evolution_variants_run ON evolution_variants(run_id, round);
+CREATE TABLE IF NOT EXISTS evolution_rounds (
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  round         INTEGER NOT NULL,
+  best_id       INTEGER REFERENCES evolution_variants(id) ON DELETE SET NULL,
+  best_s        REAL,
+  efficiency    REAL,
+  good          INTEGER,
+  medium        INTEGER,
+  poor          INTEGER,
+  signature     TEXT,
+  strategies    TEXT,
+  stop_reason   TEXT,
+  PRIMARY KEY (run_id, round)
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

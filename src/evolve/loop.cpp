@@ -1,0 +1,363 @@
+// Evolution mode (loop.h): planning rounds from the tiers, measuring variants durably, stopping, resuming.
+#include "evolve/loop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "build/build_service.h"
+#include "evolve/signature.h"
+#include "evolve/strategies.h"
+#include "profile/profile.h"
+#include "skills/skill.h"
+
+namespace cake::evolve {
+
+namespace {
+
+using nlohmann::json;
+
+struct Variant {
+  int64_t id = 0;
+  int round = 0;
+  std::string track, knobs_key;  // knobs_key: the resolved knobs as stored (unique per run)
+  std::string source_hash;       // of the lowered artifact: two knob sets with one source are one variant
+  int64_t parent = 0;
+  std::string strategy, status;  // planned | measured (every case passes) | failed
+  double total_s = 0, efficiency = 0;
+  json result;  // the evaluate skill's output (or {"error": ...})
+  bool correct() const { return status == "measured"; }
+};
+
+std::vector<Variant> load(store::Store& db, int64_t run) {
+  std::vector<Variant> out;
+  auto q = db.prepare(
+      "SELECT id, round, track, knobs_json, source_hash, COALESCE(parent_id, 0), strategy, status, "
+      "COALESCE(total_s, 0), "
+      "COALESCE(efficiency, 0), COALESCE(result_json, 'null') FROM evolution_variants WHERE run_id = ? ORDER "
+      "BY id");
+  q.bind(1, run);
+  while (q.step())
+    out.push_back({q.column_int64(0), int(q.column_int64(1)), q.column_text(2), q.column_text(3),
+                   q.column_text(4), q.column_int64(5), q.column_text(6), q.column_text(7),
+                   q.column_double(8), q.column_double(9), json::parse(q.column_text(10))});
+  return out;
+}
+
+// The resolved knobs (as stored) and the hash of the source they lower to.
+std::pair<std::string, std::string> identity(skills::Session& s, const CheckedContract& c,
+                                             const std::string& track, const json& knobs) {
+  const tracks::Track* t = tracks::find_track(track);
+  if (!t) throw Error("evolve: unknown track '" + track + "'");
+  const tracks::Artifact a = t->lower(c, s.machine, tracks::Knobs::from_json(knobs));
+  return {a.knobs.to_json().dump(), build::artifact_hash(a)};
+}
+
+void plan(store::Store& db, int64_t run, int round, const std::string& track,
+          const std::pair<std::string, std::string>& id, int64_t parent, const std::string& strategy) {
+  auto ins = db.prepare(
+      "INSERT INTO evolution_variants(run_id, round, track, knobs_json, source_hash, parent_id, strategy, "
+      "status) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'planned')");
+  ins.bind(1, run).bind(2, int64_t{round}).bind(3, track).bind(4, id.first).bind(5, id.second);
+  if (parent) ins.bind(6, parent);
+  ins.bind(7, strategy).step();
+}
+
+// Lowers and judges one planned variant; its measurements and its result commit together, so a kill
+// leaves it planned and unmeasured.
+void measure(skills::Session& s, const std::string& file, Variant& v) {
+  s.db.exec("BEGIN IMMEDIATE");
+  try {
+    const json low = skills::call(
+        s, "lower", {{"contract", file}, {"track", v.track}, {"knobs", json::parse(v.knobs_key)}});
+    int64_t candidate = 0;
+    int passed = 0, total = 0;
+    if (!low["ok"].get<bool>() || low["build"]["status"] != "ok") {
+      v.status = "failed";
+      v.result = {{"error", low["ok"].get<bool>() ? "build: " + low["build"].value("failure", "")
+                                                  : low["error"].get<std::string>()}};
+    } else {
+      candidate = low["candidate"];
+      v.result =
+          skills::call(s, "evaluate", {{"contract", file}, {"candidate", candidate}, {"timing", true}});
+      passed = v.result.value("passed", 0);
+      total = v.result.value("total", 0);
+      v.status = v.result["ok"].get<bool>() && total > 0 && passed == total ? "measured" : "failed";
+      v.total_s = 0;
+      for (const json& k : v.result.value("cases", json::array())) v.total_s += k.value("t_cand_s", 0.0);
+      v.efficiency = v.result.value("mean_efficiency", 0.0);
+    }
+    auto up = s.db.prepare(
+        "UPDATE evolution_variants SET status = ?, candidate_id = ?, total_s = ?, efficiency = ?, passed = "
+        "?, total = ?, "
+        "result_json = ?, measured_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+    up.bind(1, v.status);
+    if (candidate) up.bind(2, candidate);
+    up.bind(3, v.total_s)
+        .bind(4, v.efficiency)
+        .bind(5, int64_t{passed})
+        .bind(6, int64_t{total})
+        .bind(7, v.result.dump());
+    up.bind(8, v.id).step();
+    s.db.exec("COMMIT");
+  } catch (...) {
+    s.db.exec("ROLLBACK");
+    throw;
+  }
+}
+
+struct Tiers {
+  std::vector<const Variant*> good, medium, poor;
+};
+
+// Correct variants by total time in thirds (Good, Medium, the rest Poor); failed ones are Poor.
+Tiers tier(const std::vector<Variant>& all) {
+  std::vector<const Variant*> ok;
+  Tiers t;
+  for (const Variant& v : all)
+    if (v.correct())
+      ok.push_back(&v);
+    else if (v.status == "failed")
+      t.poor.push_back(&v);
+  std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return a->total_s < b->total_s; });
+  const size_t third = (ok.size() + 2) / 3;
+  for (size_t i = 0; i < ok.size(); ++i)
+    (i < third ? t.good : i < 2 * third ? t.medium : t.poor).push_back(ok[i]);
+  return t;
+}
+
+const Variant* best_of(const std::vector<Variant>& all, int up_to_round) {
+  const Variant* best = nullptr;
+  for (const Variant& v : all)
+    if (v.round <= up_to_round && v.correct() && (!best || v.total_s < best->total_s)) best = &v;
+  return best;
+}
+
+const Variant* sample_parent(const Tiers& t, std::mt19937_64& rng) {
+  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+  const std::vector<const Variant*>* order[3] = {&t.good, &t.medium, &t.poor};
+  int first = u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
+  for (int k = 0; k < 3; ++k) {
+    const auto& tier = *order[(first + k) % 3];
+    if (!tier.empty()) return tier[std::uniform_int_distribution<size_t>(0, tier.size() - 1)(rng)];
+  }
+  return nullptr;
+}
+
+// Plans round r's variants; returns how many were planned.
+int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
+               const std::vector<Variant>& all, const EvolveOptions& o) {
+  const CheckedContract& c = s.contract(file);
+  const profile::Profile prof = profile::profile_of(c);
+  std::set<std::string> seen;  // track|knobs and source hashes already in the run
+  for (const Variant& v : all) seen.insert(v.track + "|" + v.knobs_key), seen.insert(v.source_hash);
+  const Tiers t = tier(all);
+  std::mt19937_64 rng(o.seed * 1000003u + uint64_t(run) * 1009u + uint64_t(r));
+  int planned = 0;
+  s.db.exec("BEGIN IMMEDIATE");
+  try {
+    for (int i = 0, tries = 0; planned < o.variants && tries < 4 * o.variants; ++tries) {
+      const Variant* parent = sample_parent(t, rng);
+      if (!parent) break;
+      const Signature sig = signature_of(parent->result.value("cases", json::array()), prof, s.peaks);
+      const std::vector<char> classes = classes_for(sig.bottleneck);
+      bool placed = false;
+      for (size_t k = 0; k < classes.size() && !placed; ++k) {
+        const char cls = classes[(size_t(i) + k) % classes.size()];
+        const json opt = skills::call(s, "optimize",
+                                      {{"contract", file},
+                                       {"track", parent->track},
+                                       {"knobs", json::parse(parent->knobs_key)},
+                                       {"knobs_only", class_knobs(cls)}});
+        if (!opt["ok"].get<bool>()) continue;
+        std::vector<const json*> fresh;
+        for (const json& v : opt["variants"])
+          if (!seen.count(parent->track + "|" + v["knobs"].dump())) fresh.push_back(&v);
+        std::shuffle(fresh.begin(), fresh.end(), rng);
+        for (const json* pick : fresh) {
+          const auto id = identity(s, c, parent->track, (*pick)["knobs"]);
+          const std::string key = parent->track + "|" + id.first;
+          const bool known = seen.count(key) || seen.count(id.second);
+          seen.insert(parent->track + "|" + (*pick)["knobs"].dump());
+          seen.insert(key);
+          if (known)
+            continue;  // the same source as a variant already in the run: the knob has no effect here
+          seen.insert(id.second);
+          plan(s.db, run, r, parent->track, id, parent->id,
+               fmt::format("{} -> {}: {}", bottleneck_name(sig.bottleneck), cls,
+                           (*pick)["move"].get<std::string>()));
+          placed = true;
+          break;
+        }
+      }
+      if (placed) ++planned, ++i;
+    }
+    s.db.exec("COMMIT");
+  } catch (...) {
+    s.db.exec("ROLLBACK");
+    throw;
+  }
+  return planned;
+}
+
+RoundSummary summarize(const std::vector<Variant>& all, int r) {
+  RoundSummary sum;
+  sum.round = r;
+  std::vector<Variant> upto;
+  std::map<std::string, int> sigs;
+  for (const Variant& v : all) {
+    if (v.round > r) continue;
+    upto.push_back(v);
+    if (v.round == r && v.round > 0) {
+      sum.strategies.push_back(v.strategy);
+      ++sigs[v.strategy.substr(0, v.strategy.find(" -> "))];
+    }
+  }
+  const Tiers t = tier(upto);
+  sum.good = int(t.good.size()), sum.medium = int(t.medium.size()), sum.poor = int(t.poor.size());
+  if (const Variant* b = best_of(upto, r)) sum.best_s = b->total_s, sum.efficiency = b->efficiency;
+  int most = 0;
+  for (const auto& [name, n] : sigs)
+    if (n > most) most = n, sum.signature = name;
+  return sum;
+}
+
+void write_round(store::Store& db, int64_t run, const RoundSummary& sum, const Variant* best,
+                 const std::string& stop) {
+  std::string strategies;
+  for (const std::string& x : sum.strategies) strategies += (strategies.empty() ? "" : "; ") + x;
+  auto q = db.prepare(
+      "INSERT OR REPLACE INTO evolution_rounds(run_id, round, best_id, best_s, efficiency, good, medium, "
+      "poor, signature, "
+      "strategies, stop_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  q.bind(1, run).bind(2, int64_t{sum.round});
+  if (best) q.bind(3, best->id);
+  q.bind(4, sum.best_s).bind(5, sum.efficiency).bind(6, int64_t{sum.good}).bind(7, int64_t{sum.medium});
+  q.bind(8, int64_t{sum.poor}).bind(9, sum.signature).bind(10, strategies);
+  if (!stop.empty()) q.bind(11, stop);
+  q.step();
+}
+
+EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o) {
+  EvolveResult res;
+  res.run = run;
+  const auto log = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  const std::string op = s.contract(file).contract.name;
+  int no_gain = 0;
+  double prev_best = 0;
+  for (int r = 0;; ++r) {
+    std::vector<Variant> all = load(s.db, run);
+    const bool has_round =
+        std::any_of(all.begin(), all.end(), [&](const Variant& v) { return v.round == r; });
+    if (!has_round) {
+      if (r == 0) throw Error("evolve: run " + std::to_string(run) + " has no seed variant");
+      if (plan_round(s, file, run, r, all, o) == 0) {
+        res.stop_reason = "no move left in the knob space";
+        write_round(s.db, run, res.rounds.back(), best_of(all, r - 1), res.stop_reason);
+        break;
+      }
+      all = load(s.db, run);
+    }
+    for (Variant& v : all) {
+      if (v.round != r || v.status != "planned") continue;
+      measure(s, file, v);
+      ++res.measured_now;
+      log(fmt::format("{} round {}: {} — {}", op, r, v.round ? v.strategy : "seed",
+                      v.correct()
+                          ? fmt::format("{:.4g} s over the cases, efficiency {:.3f}", v.total_s, v.efficiency)
+                          : "failed: " + (v.result.contains("error") ? v.result["error"].get<std::string>()
+                                                                     : std::string("a case did not pass"))));
+    }
+    const RoundSummary sum = summarize(all, r);
+    res.rounds.push_back(sum);
+    const Variant* best = best_of(all, r);
+    if (!best) {
+      res.stop_reason = "the seed kernel failed";
+      write_round(s.db, run, sum, nullptr, res.stop_reason);
+      break;
+    }
+    if (r > 0) no_gain = prev_best - sum.best_s > o.min_gain * prev_best ? 0 : no_gain + 1;
+    prev_best = sum.best_s;
+    log(fmt::format("{} round {}: best {:.4g} s, efficiency {:.3f}, tiers {}/{}/{}{}", op, r, sum.best_s,
+                    sum.efficiency, sum.good, sum.medium, sum.poor,
+                    sum.signature.empty() ? "" : ", signature " + sum.signature));
+    std::string stop;
+    if (sum.efficiency >= o.stop_efficiency)
+      stop = fmt::format("efficiency {:.3f} reached {:.2f}", sum.efficiency, o.stop_efficiency);
+    else if (no_gain >= o.patience)
+      stop = fmt::format("no gain above {:.1f}% in {} rounds", 100 * o.min_gain, o.patience);
+    else if (r >= o.rounds)
+      stop = fmt::format("round budget ({})", o.rounds);
+    write_round(s.db, run, sum, best, stop);
+    if (!stop.empty()) {
+      res.stop_reason = stop;
+      break;
+    }
+  }
+  const std::vector<Variant> all = load(s.db, run);
+  const Variant* best = best_of(all, 1 << 30);
+  if (!best) {
+    res.why = res.stop_reason;
+    return res;
+  }
+  const json low = skills::call(
+      s, "lower", {{"contract", file}, {"track", best->track}, {"knobs", json::parse(best->knobs_key)}});
+  if (!low["ok"].get<bool>() || low["library"].get<std::string>().empty()) {
+    res.why = "the best variant no longer builds";
+    return res;
+  }
+  res.ok = true;
+  res.track = best->track;
+  res.knobs = json::parse(best->knobs_key);
+  res.evaluation = best->result;
+  res.library = low["library"];
+  return res;
+}
+
+}  // namespace
+
+EvolveResult evolve(skills::Session& s, const std::string& file, const std::string& track, const json& knobs,
+                    const EvolveOptions& o) {
+  const CheckedContract& c = s.contract(file);
+  const int64_t run = s.begin_run("evolve", c);
+  plan(s.db, run, 0, track, identity(s, c, track, knobs), 0, "seed");
+  return run_rounds(s, file, run, o);
+}
+
+std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contract_hash) {
+  auto q = db.prepare(
+      "SELECT r.id FROM runs r WHERE r.command = 'evolve' AND r.contract_hash = ? AND NOT EXISTS (SELECT 1 "
+      "FROM "
+      "evolution_rounds e WHERE e.run_id = r.id AND e.stop_reason IS NOT NULL) ORDER BY r.id DESC LIMIT 1");
+  q.bind(1, contract_hash);
+  if (!q.step()) return std::nullopt;
+  return q.column_int64(0);
+}
+
+EvolveResult resume(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o) {
+  s.run = run;
+  return run_rounds(s, file, run, o);
+}
+
+json curve(const EvolveResult& r) {
+  json out = json::array();
+  for (const RoundSummary& x : r.rounds)
+    out.push_back({{"round", x.round},
+                   {"best_s", x.best_s},
+                   {"efficiency", x.efficiency},
+                   {"good", x.good},
+                   {"medium", x.medium},
+                   {"poor", x.poor},
+                   {"signature", x.signature},
+                   {"strategies", x.strategies}});
+  return out;
+}
+
+}  // namespace cake::evolve

@@ -1,0 +1,66 @@
+// Evolution mode (DESIGN §8): rounds of variants from the best correct kernels. Each round samples parents
+// from the tiers Good / Medium / Poor (60 / 30 / 10), reads each parent's bottleneck signature, assigns a
+// strategy class by signature and asks the optimize skill for a one-knob move of that class; the round's
+// variants are planned (written to the store) before any is built, then each is lowered and judged with
+// timing in one transaction with its result. The best-so-far is the fastest variant that passes every case,
+// so a regression never loses it. Stop at efficiency >= 0.95, at no gain above 0.1% in 5 rounds, when no
+// move is left, or at the round budget. A killed run resumes (resume()) with nothing lost or measured twice.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skills/judge.h"
+
+namespace cake::evolve {
+
+struct EvolveOptions {
+  int rounds = 20;   // round budget (round 0, the seed, not counted)
+  int variants = 4;  // per round
+  double stop_efficiency = 0.95;
+  int patience = 5;  // rounds without a gain above min_gain before stopping
+  double min_gain = 0.001;
+  uint64_t seed = 1;  // of the parent and move sampling (the plan of a round is deterministic)
+  std::function<void(const std::string&)> log;  // one line per variant and per round
+};
+
+struct RoundSummary {
+  int round = 0;
+  double best_s = 0;      // total time over the cases of the best-so-far
+  double efficiency = 0;  // its mean roofline efficiency
+  int good = 0, medium = 0, poor = 0;
+  std::string signature;  // the bottleneck of the round's parents (most frequent)
+  std::vector<std::string> strategies;
+};
+
+struct EvolveResult {
+  bool ok = false;
+  std::string why;  // when !ok
+  int64_t run = 0;
+  std::vector<RoundSummary> rounds;
+  std::string stop_reason;
+  std::string track;
+  nlohmann::json knobs;       // of the best-so-far
+  nlohmann::json evaluation;  // the evaluate skill's timed output for it
+  std::string library;        // its shared object
+  int measured_now = 0;       // variants this call measured
+};
+
+// Starts Evolution under a new run (Session::begin_run "evolve") from a correct kernel (track, knobs).
+EvolveResult evolve(skills::Session& s, const std::string& file, const std::string& track,
+                    const nlohmann::json& knobs, const EvolveOptions& o = {});
+
+// The latest evolve run of this contract that has not stopped, if any.
+std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contract_hash);
+
+// Continues run `run` (planned variants first, then the remaining rounds) under the same run id.
+EvolveResult resume(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o = {});
+
+// The evolution curve for the package report: [{round, best_s, efficiency}].
+nlohmann::json curve(const EvolveResult& r);
+
+}  // namespace cake::evolve

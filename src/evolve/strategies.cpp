@@ -1,0 +1,40 @@
+// The strategy tables of strategies.h.
+#include "evolve/strategies.h"
+
+#include <map>
+
+namespace cake::evolve {
+
+const std::vector<std::string>& class_knobs(char cls) {
+  static const std::map<char, std::vector<std::string>> kClasses{
+      {'P',
+       {"vector_width", "tile_m", "tile_n", "unroll_k", "vectorize_reductions", "transpose_inputs", "mr",
+        "nv", "unroll", "vectorize", "gemm", "wg", "ipw", "reduce_wg", "reduce_min", "local_reduce"}},
+      {'F', {"stages", "fusion"}},
+      {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},
+      {'H', {"parallel", "task_rows", "threads", "parallel_min_work"}},
+  };
+  static const std::vector<std::string> kNone;
+  auto it = kClasses.find(cls);
+  return it == kClasses.end() ? kNone : it->second;
+}
+
+std::vector<char> classes_for(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::MemoryFusableChain:
+      return {'F', 'P', 'H', 'A'};
+    case Bottleneck::MemoryBound:
+      return {'P', 'H', 'A'};
+    case Bottleneck::ComputeContraction:
+      return {'P', 'A', 'H'};
+    case Bottleneck::ComputeVector:
+      return {'A', 'P', 'H'};
+    case Bottleneck::InstructionBound:
+      return {'A', 'P', 'F'};
+    case Bottleneck::DivergingShapeRegimes:
+      return {'H', 'P', 'F'};
+  }
+  return {'P'};
+}
+
+}  // namespace cake::evolve

@@ -1,0 +1,152 @@
+// Evolution on the four-case variance contract (no baseline): rounds are recorded with tiers and
+// strategies, every variant is distinct in knobs and source, the best-so-far never regresses, the budget
+// stops the run; and a run killed with SIGKILL mid-round resumes under the same run id with nothing lost
+// (earlier variants keep their measurement time) or measured twice (one measurement per case per variant).
+#include "evolve/loop.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "target/machine.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace cake;
+using nlohmann::json;
+
+const std::string kVariance = std::string(CAKE_SOURCE_DIR) + "/tests/agents/data/naive_variance.yaml";
+const std::string kCake = std::string(CAKE_BINARY_DIR) + "/src/cli/cake";
+
+int64_t count(store::Store& db, const std::string& sql, int64_t run) {
+  auto q = db.prepare(sql);
+  q.bind(1, run);
+  q.step();
+  return q.column_int64(0);
+}
+
+class EvolveTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fs::remove(path_); }
+  void TearDown() override { fs::remove(path_); }
+  fs::path path_ = fs::temp_directory_path() / ("cake-evolve-test-" + std::to_string(::getpid()) + ".db");
+};
+
+TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
+  store::Store db(path_);
+  skills::Session s(db, target::describe_machine(), 1);
+  s.baseline = false;
+  evolve::EvolveOptions o;
+  o.rounds = 2;
+  o.variants = 2;
+  const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json::object(), o);
+  ASSERT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.stop_reason, "round budget (2)");
+  ASSERT_EQ(r.rounds.size(), 3u);
+  for (size_t i = 1; i < r.rounds.size(); ++i) {
+    EXPECT_LE(r.rounds[i].best_s, r.rounds[i - 1].best_s) << "round " << i;
+    EXPECT_EQ(r.rounds[i].strategies.size(), 2u);
+    EXPECT_EQ(r.rounds[i].good + r.rounds[i].medium + r.rounds[i].poor, int(1 + 2 * i));
+  }
+  EXPECT_EQ(r.measured_now, 5);
+  EXPECT_EQ(count(db, "SELECT COUNT(DISTINCT source_hash) FROM evolution_variants WHERE run_id = ?", r.run),
+            5);
+  EXPECT_EQ(
+      count(db, "SELECT COUNT(*) FROM evolution_rounds WHERE run_id = ? AND stop_reason IS NOT NULL", r.run),
+      1);
+  EXPECT_TRUE(fs::exists(r.library));
+  EXPECT_EQ(evolve::curve(r).size(), 3u);
+  EXPECT_FALSE(evolve::unfinished_run(db, s.contract(kVariance).hash)) << "a stopped run is not resumable";
+}
+
+TEST_F(EvolveTest, AKilledRunResumesWithNothingLostOrMeasuredTwice) {
+  const std::string store = "--store " + path_.string();
+  const std::string args =
+      "evolve " + kVariance + " --track simd --rounds 3 --variants 2 --threads 1 --no-baseline --json";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", ("exec " + kCake + " " + store + " " + args + " > /dev/null 2>&1").c_str(),
+          nullptr);
+    _exit(127);
+  }
+  // Kill it once three variants are measured: most likely in the middle of the fourth.
+  int64_t run = 0;
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!fs::exists(path_)) continue;
+    try {
+      store::Store db(path_);
+      auto q = db.prepare(
+          "SELECT run_id, COUNT(*) FROM evolution_variants WHERE status != 'planned' GROUP BY run_id");
+      if (q.step() && q.column_int64(1) >= 3) {
+        run = q.column_int64(0);
+        break;
+      }
+    } catch (const std::exception&) {  // the store is being created or is locked: look again
+    }
+  }
+  kill(-child, SIGKILL);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_GT(run, 0) << "the evolve run did not measure three variants in 60 s";
+
+  std::map<int64_t, std::string> before;  // variant → measured_at
+  {
+    store::Store db(path_);
+    auto q =
+        db.prepare("SELECT id, measured_at FROM evolution_variants WHERE run_id = ? AND status != 'planned'");
+    q.bind(1, run);
+    while (q.step()) before[q.column_int64(0)] = q.column_text(1);
+    EXPECT_EQ(
+        count(db, "SELECT COUNT(*) FROM evolution_rounds WHERE run_id = ? AND stop_reason IS NOT NULL", run),
+        0);
+  }
+  ASSERT_GE(before.size(), 3u);
+
+  const std::string cmd = kCake + " " + store + " evolve " + kVariance +
+                          " --resume --threads 1 --no-baseline --rounds 3 "
+                          "--variants 2 --json > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+
+  store::Store db(path_);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM evolution_variants WHERE run_id = ? AND status = 'planned'", run),
+            0);
+  EXPECT_EQ(
+      count(db, "SELECT COUNT(*) FROM evolution_rounds WHERE run_id = ? AND stop_reason IS NOT NULL", run),
+      1);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs WHERE command = 'evolve' AND id >= ?", run), 1)
+      << "resumed, not restarted";
+  auto q = db.prepare("SELECT id, measured_at FROM evolution_variants WHERE run_id = ?");
+  q.bind(1, run);
+  while (q.step())
+    if (auto it = before.find(q.column_int64(0)); it != before.end())
+      EXPECT_EQ(q.column_text(1), it->second) << "variant " << it->first << " was measured again";
+  // Every measured variant has exactly one measurement per case: nothing of the killed attempt survived.
+  EXPECT_EQ(
+      count(db,
+            "SELECT COUNT(*) FROM evolution_variants v WHERE v.run_id = ? AND v.candidate_id IS NOT NULL AND "
+            "(SELECT COUNT(*) FROM measurements m WHERE m.candidate_id = v.candidate_id) != 4",
+            run),
+      0);
+  EXPECT_EQ(
+      count(db, "SELECT COUNT(*) FROM evolution_variants v WHERE v.run_id = ? AND v.status = 'measured'",
+            run),
+      count(db,
+            "SELECT COUNT(DISTINCT source_hash) FROM evolution_variants WHERE run_id = ? AND status = "
+            "'measured'",
+            run));
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM evolution_variants WHERE run_id = ?", run), 7)
+      << "1 seed + 3 x 2";
+}
+
+}  // namespace

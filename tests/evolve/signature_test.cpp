@@ -1,0 +1,69 @@
+// Bottleneck signatures from hand-made cases: the roofline position against the ridge point, the profile's
+// fusion and contraction features, and the size scaling of efficiency decide; the strategy classes follow.
+#include "evolve/signature.h"
+
+#include <gtest/gtest.h>
+
+#include "evolve/strategies.h"
+
+namespace {
+
+using namespace cake;
+using nlohmann::json;
+
+const eval::MachinePeaks kPeaks{100e9, 20e9};  // ridge 5 flop/byte
+
+json cases(double intensity, double eff_small, double eff_large) {
+  json out = json::array();
+  for (int i = 0; i < 4; ++i) {
+    const double bytes = 1e3 * std::pow(100, i), eff = i < 2 ? eff_small : eff_large;
+    out.push_back({{"verdict", "pass"},
+                   {"flops", intensity * bytes},
+                   {"bytes", bytes},
+                   {"t_floor_s", 1e-3},
+                   {"t_cand_s", 1e-3 / eff}});
+  }
+  out.push_back({{"verdict", "crash"}, {"flops", 1}, {"bytes", 1}, {"t_cand_s", 0}});  // ignored
+  return out;
+}
+
+profile::Profile prof(int contraction, int fusion) {
+  profile::Profile p;
+  p.x[profile::Contraction] = contraction;
+  p.x[profile::Fusion] = fusion;
+  return p;
+}
+
+TEST(SignatureTest, RooflinePositionAndProfileDecide) {
+  using evolve::Bottleneck;
+  EXPECT_EQ(evolve::signature_of(cases(0.5, 0.3, 0.4), prof(0, 2), kPeaks).bottleneck,
+            Bottleneck::MemoryFusableChain);
+  EXPECT_EQ(evolve::signature_of(cases(0.5, 0.3, 0.4), prof(0, 0), kPeaks).bottleneck,
+            Bottleneck::MemoryBound);
+  EXPECT_EQ(evolve::signature_of(cases(50, 0.3, 0.4), prof(1, 0), kPeaks).bottleneck,
+            Bottleneck::ComputeContraction);
+  EXPECT_EQ(evolve::signature_of(cases(50, 0.3, 0.4), prof(0, 0), kPeaks).bottleneck,
+            Bottleneck::ComputeVector);
+  EXPECT_EQ(evolve::signature_of(cases(50, 0.03, 0.02), prof(0, 0), kPeaks).bottleneck,
+            Bottleneck::InstructionBound);
+  const evolve::Signature d = evolve::signature_of(cases(0.5, 0.05, 0.5), prof(0, 0), kPeaks);
+  EXPECT_EQ(d.bottleneck, Bottleneck::DivergingShapeRegimes);
+  EXPECT_NE(d.why.find("ridge 5.00"), std::string::npos) << d.why;
+}
+
+TEST(SignatureTest, NoTimedCaseFallsBackAndSays) {
+  const evolve::Signature s = evolve::signature_of(json::array(), prof(0, 0), kPeaks);
+  EXPECT_EQ(s.why, "no timed passing case");
+}
+
+TEST(StrategiesTest, EverySignatureHasClassesWithKnobs) {
+  for (int b = 0; b <= int(evolve::Bottleneck::DivergingShapeRegimes); ++b) {
+    const auto cls = evolve::classes_for(evolve::Bottleneck(b));
+    ASSERT_FALSE(cls.empty());
+    for (char c : cls) EXPECT_FALSE(evolve::class_knobs(c).empty()) << c;
+  }
+  EXPECT_EQ(evolve::classes_for(evolve::Bottleneck::MemoryFusableChain).front(), 'F');
+  EXPECT_TRUE(evolve::class_knobs('D').empty()) << "multi-dtype variants are not knob moves";
+}
+
+}  // namespace
