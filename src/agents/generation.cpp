@@ -37,19 +37,22 @@ std::vector<std::pair<std::string, std::string>> track_order(const json& routing
   for (const json& t : routing.value("also_measure", json::array()))
     add(t, "router's contender (its upper bound beats the choice)");
   std::vector<std::pair<double, std::string>> rest;
-  for (const json& r : routing["tracks"])
+  for (const json& r : routing["tracks"]) {
     if (r["feasible"].get<bool>())
       rest.emplace_back(-r.value("predicted", 0.0), r["track"].get<std::string>());
+  }
   std::sort(rest.begin(), rest.end());
   for (const auto& [p, t] : rest) add(t, fmt::format("fallback (predicted {:.1f})", -p));
   return order;
 }
 
 std::string first_failure(const json& eval) {
-  for (const json& k : eval["cases"])
-    if (k["verdict"] != "pass")
+  for (const json& k : eval["cases"]) {
+    if (k["verdict"] != "pass") {
       return fmt::format("{} {} {}: {}", k["id"].get<std::string>(), k["dtype"].get<std::string>(),
                          k["verdict"].get<std::string>(), k["detail"].get<std::string>());
+    }
+  }
   return "";
 }
 
@@ -195,13 +198,14 @@ GenerationResult generate(skills::Session& s, const std::string& file, const Gen
 
 json to_json(const GenerationResult& r) {
   json attempts = json::array();
-  for (const Attempt& a : r.attempts)
+  for (const Attempt& a : r.attempts) {
     attempts.push_back({{"track", a.track},
                         {"knobs", a.knobs},
                         {"candidate", a.candidate},
                         {"why", a.why},
                         {"outcome", a.outcome},
                         {"seconds", a.seconds}});
+  }
   json j{{"ok", r.ok},
          {"operator", r.operator_name},
          {"description", r.description},

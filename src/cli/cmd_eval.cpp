@@ -44,15 +44,18 @@ void add_eval_command(CLI::App& app) {
     } else if (!r["ok"].get<bool>()) {
       std::fprintf(stderr, "cake eval: %s\n", r["error"].get<std::string>().c_str());
     } else {
-      for (const nlohmann::json& k : r["cases"])
-        if (k["verdict"] != "pass")
+      for (const nlohmann::json& k : r["cases"]) {
+        if (k["verdict"] != "pass") {
           std::printf("%-12s %-5s %s: %s\n", k["id"].get<std::string>().c_str(),
                       k["dtype"].get<std::string>().c_str(), k["verdict"].get<std::string>().c_str(),
                       k["detail"].get<std::string>().c_str());
+        }
+      }
       std::printf("%d of %d %s cases pass", r["passed"].get<int>(), r["total"].get<int>(), o->set.c_str());
-      if (!o->no_timing)
+      if (!o->no_timing) {
         std::printf("; score %.1f, %.2fx the baseline, mean efficiency %.3f", r["score"].get<double>(),
                     r["speedup_over_baseline"].get<double>(), r["mean_efficiency"].get<double>());
+      }
       std::printf("\n");
     }
     set_exit_code(r["ok"].get<bool>() && r["passed"] == r["total"] ? 0 : 1);

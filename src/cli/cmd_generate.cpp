@@ -219,13 +219,14 @@ void add(CLI::App& app, Mode mode) {
             ev["after"]["mean_efficiency"].get<double>(), ev["before"]["score"].get<double>(),
             ev["after"]["score"].get<double>());
       }
-      if (doc.contains("package"))
+      if (doc.contains("package")) {
         std::printf("package: %s\n  library  %s\n  report   %s\n",
                     doc["package"]["dir"].get<std::string>().c_str(),
                     doc["package"]["library"].get<std::string>().c_str(),
                     doc["package"]["report"].get<std::string>().c_str());
-      else
+      } else {
         std::printf("kernel: %s\n", library.c_str());
+      }
     } else {
       std::fprintf(stderr, "cake: no correct kernel for %s: %s\n", o->file.c_str(), r.why_none.c_str());
     }

@@ -41,10 +41,11 @@ std::vector<Variant> load(store::Store& db, int64_t run) {
       "COALESCE(efficiency, 0), COALESCE(result_json, 'null') FROM evolution_variants WHERE run_id = ? ORDER "
       "BY id");
   q.bind(1, run);
-  while (q.step())
+  while (q.step()) {
     out.push_back({q.column_int64(0), int(q.column_int64(1)), q.column_text(2), q.column_text(3),
                    q.column_text(4), q.column_int64(5), q.column_text(6), q.column_text(7),
                    q.column_double(8), q.column_double(9), json::parse(q.column_text(10))});
+  }
   return out;
 }
 
@@ -119,11 +120,13 @@ struct Tiers {
 Tiers tier(const std::vector<Variant>& all) {
   std::vector<const Variant*> ok;
   Tiers t;
-  for (const Variant& v : all)
-    if (v.correct())
+  for (const Variant& v : all) {
+    if (v.correct()) {
       ok.push_back(&v);
-    else if (v.status == "failed")
+    } else if (v.status == "failed") {
       t.poor.push_back(&v);
+    }
+  }
   std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return a->total_s < b->total_s; });
   const size_t third = (ok.size() + 2) / 3;
   for (size_t i = 0; i < ok.size(); ++i)
@@ -289,12 +292,13 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
                     sum.efficiency, sum.good, sum.medium, sum.poor,
                     sum.signature.empty() ? "" : ", signature " + sum.signature));
     std::string stop;
-    if (sum.efficiency >= o.stop_efficiency)
+    if (sum.efficiency >= o.stop_efficiency) {
       stop = fmt::format("efficiency {:.3f} reached {:.2f}", sum.efficiency, o.stop_efficiency);
-    else if (no_gain >= o.patience)
+    } else if (no_gain >= o.patience) {
       stop = fmt::format("no gain above {:.1f}% in {} rounds", 100 * o.min_gain, o.patience);
-    else if (r >= o.rounds)
+    } else if (r >= o.rounds) {
       stop = fmt::format("round budget ({})", o.rounds);
+    }
     write_round(s.db, run, sum, best, stop);
     if (!stop.empty()) {
       res.stop_reason = stop;
@@ -348,7 +352,7 @@ EvolveResult resume(skills::Session& s, const std::string& file, int64_t run, co
 
 json curve(const EvolveResult& r) {
   json out = json::array();
-  for (const RoundSummary& x : r.rounds)
+  for (const RoundSummary& x : r.rounds) {
     out.push_back({{"round", x.round},
                    {"best_s", x.best_s},
                    {"efficiency", x.efficiency},
@@ -357,6 +361,7 @@ json curve(const EvolveResult& r) {
                    {"poor", x.poor},
                    {"signature", x.signature},
                    {"strategies", x.strategies}});
+  }
   return out;
 }
 

@@ -57,14 +57,15 @@ Signature signature_of(const nlohmann::json& cases, const profile::Profile& p,
   s.why = fmt::format(
       "intensity {:.2f} flop/byte vs ridge {:.2f}; efficiency {:.3f} (small cases) / {:.3f} (large)",
       intensity, ridge, eff_small, eff_large);
-  if (half && spread > 4)
+  if (half && spread > 4) {
     s.bottleneck = Bottleneck::DivergingShapeRegimes;
-  else if (intensity < ridge)
+  } else if (intensity < ridge) {
     s.bottleneck = p.x[profile::Fusion] >= 1 ? Bottleneck::MemoryFusableChain : Bottleneck::MemoryBound;
-  else if (p.x[profile::Contraction] >= 1)
+  } else if (p.x[profile::Contraction] >= 1) {
     s.bottleneck = Bottleneck::ComputeContraction;
-  else
+  } else {
     s.bottleneck = eff_large < 0.05 ? Bottleneck::InstructionBound : Bottleneck::ComputeVector;
+  }
   return s;
 }
 

@@ -54,10 +54,11 @@ Skill evaluate_skill() {
     const Built* b = nullptr;
     if (has_candidate) {
       b = s.built(in["candidate"].get<int64_t>());
-      if (!b)
+      if (!b) {
         return nlohmann::json{
             {"ok", false},
             {"error", "candidate " + in["candidate"].dump() + " was not lowered in this session"}};
+      }
     } else {
       const std::string lib = in["library"];
       if (!std::filesystem::is_regular_file(lib))

@@ -54,10 +54,11 @@ BaselineTimes torch_baseline_times(const std::string& contract, cases::Set set, 
         continue;
       }
       const int i = j["index"].get<int>();
-      if (j.contains("median_s"))
+      if (j.contains("median_s")) {
         b.seconds[i] = j["median_s"].get<double>();
-      else
+      } else {
         b.why[i] = j.value("error", "no time reported");
+      }
     } catch (const std::exception&) {
     }
   }

@@ -32,9 +32,10 @@ Skill lower_skill() {
     const std::string name = in["track"];
     const tracks::Track* t = tracks::find_track(name);
     if (!t) return nlohmann::json{{"ok", false}, {"error", "unknown track '" + name + "'"}};
-    if (const tracks::Feasibility f = t->feasible(c, s.machine); !f.ok)
+    if (const tracks::Feasibility f = t->feasible(c, s.machine); !f.ok) {
       return nlohmann::json{{"ok", false},
                             {"error", name + " cannot lower " + c.contract.name + ": " + f.reason}};
+    }
     std::optional<int64_t> parent;
     if (in.contains("parent")) parent = in["parent"].get<int64_t>();
     const Built b = s.remember(lower_and_build(

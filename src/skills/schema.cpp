@@ -59,22 +59,25 @@ void check(const json& s, const json& v, const std::string& at, std::vector<std:
   }
   if (v.is_object()) {
     const json props = s.value("properties", json::object());
-    for (const json& r : s.value("required", json::array()))
+    for (const json& r : s.value("required", json::array())) {
       if (!v.contains(r.get<std::string>()))
         errors.push_back(fmt::format("{}: missing required property '{}'", where, r.get<std::string>()));
+    }
     const auto extra = s.find("additionalProperties");
     for (const auto& [k, item] : v.items()) {
-      if (auto p = props.find(k); p != props.end())
+      if (auto p = props.find(k); p != props.end()) {
         check(*p, item, at + "/" + k, errors);
-      else if (extra != s.end() && extra->is_boolean() && !extra->get<bool>())
+      } else if (extra != s.end() && extra->is_boolean() && !extra->get<bool>()) {
         errors.push_back(fmt::format("{}: unknown property '{}'", where, k));
-      else if (extra != s.end() && extra->is_object())
+      } else if (extra != s.end() && extra->is_object()) {
         check(*extra, item, at + "/" + k, errors);
+      }
     }
   }
-  if (v.is_array())
+  if (v.is_array()) {
     if (auto items = s.find("items"); items != s.end())
       for (size_t i = 0; i < v.size(); ++i) check(*items, v[i], fmt::format("{}/{}", at, i), errors);
+  }
 }
 
 }  // namespace

@@ -68,17 +68,19 @@ nlohmann::json call(Session& s, std::string_view name, const nlohmann::json& inp
   }
   s.status("");
   trace(s, k->name, input, out, ms());
-  if (const auto errors = schema_errors(k->output_schema, out); !errors.empty())
+  if (const auto errors = schema_errors(k->output_schema, out); !errors.empty()) {
     throw Error(fmt::format("{}: output does not match its schema (a bug in the skill): {}", k->name,
                             joined(errors)));
+  }
   return out;
 }
 
 nlohmann::json catalog() {
   nlohmann::json doc = nlohmann::json::array();
-  for (const Skill& k : all_skills())
+  for (const Skill& k : all_skills()) {
     doc.push_back(
         {{"name", k.name}, {"summary", k.summary}, {"input", k.input_schema}, {"output", k.output_schema}});
+  }
   return doc;
 }
 
