@@ -128,9 +128,8 @@ Built lower_and_build(Session& s, const CheckedContract& c, const tracks::Track&
   s.status(fmt::format("{}: building {} {}", c.contract.name, track.name(), out.artifact.knobs.str()));
   out.build = build::build(out.artifact);
   auto ins = s.db.prepare(
-      "INSERT INTO candidates(run_id, track, knobs_json, source_hash, artifact_path, parent_id) VALUES (?, "
-      "?, "
-      "?, ?, ?, ?)");
+      "INSERT INTO candidates(run_id, track, knobs_json, source_hash, artifact_path, parent_id) "
+      "VALUES (?, ?, ?, ?, ?, ?)");
   if (s.run) ins.bind(1, *s.run);
   ins.bind(2, std::string(track.name()))
       .bind(3, out.artifact.knobs.to_json().dump())
