@@ -147,7 +147,16 @@ void add(CLI::App& app, Mode mode) {
                           {"stop_reason", evolved->stop_reason},
                           {"measured_now", evolved->measured_now},
                           {"ok", evolved->ok}};
-      if (o->json) std::printf("%s\n", doc.dump(2).c_str());
+      if (o->json) {
+        std::printf("%s\n", doc.dump(2).c_str());
+      } else if (evolved->ok) {
+        std::printf(
+            "evolution run %lld: %zu round(s), %s; best %.4g s over the cases, efficiency %.3f\nkernel: %s\n",
+            static_cast<long long>(evolved->run), evolved->rounds.size(), evolved->stop_reason.c_str(),
+            evolved->rounds.back().best_s, evolved->rounds.back().efficiency, evolved->library.c_str());
+      } else {
+        std::fprintf(stderr, "cake evolve: %s\n", evolved->why.c_str());
+      }
       return set_exit_code(evolved->ok ? 0 : 1);
     }
     agents::GenerationOptions g;
