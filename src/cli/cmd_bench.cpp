@@ -4,26 +4,18 @@
 // timing, compute the roofline floor, HAP and the score. Prints a row per (operator, track) and a level table
 // per track; records the run, the candidate and every measurement in the store, and each (operator, track)
 // score as a router outcome (L3), refitting the router's abilities at the end.
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 
-#include "build/build_service.h"
-#include "build/process.h"
 #include "cli/commands.h"
 #include "contract/contract.h"
 #include "core/error.h"
-#include "core/paths.h"
-#include "eval/sandbox.h"
 #include "eval/score.h"
 #include "profile/profile.h"
 #include "router/gate.h"

@@ -89,8 +89,7 @@ void measure(skills::Session& s, const std::string& file, Variant& v) {
       passed = v.result.value("passed", 0);
       total = v.result.value("total", 0);
       v.status = v.result["ok"].get<bool>() && total > 0 && passed == total ? "measured" : "failed";
-      v.total_s = 0;
-      for (const json& k : v.result.value("cases", json::array())) v.total_s += k.value("t_cand_s", 0.0);
+      v.total_s = v.result.value("total_s", 0.0);
       v.efficiency = v.result.value("mean_efficiency", 0.0);
     }
     auto up = s.db.prepare(

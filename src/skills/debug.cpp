@@ -2,7 +2,8 @@
 // names the failure class with the evidence (worst case, dtype, errors against the gate), and proposes
 // repairs as knob assignments of the same track, most likely first, none already tried. The repairs are
 // intents — more precision, more conservative code generation, serial execution — applied through the
-// knobs the track's space actually has, so a new track's knobs join by name (kIntents below).
+// knobs the track's space actually has, so a new track's knobs join an intent by adding their names to it
+// (kPrecise, kConservative, kSerial below).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -135,10 +136,9 @@ Skill debug_skill() {
       "exhausted": { "type": "boolean" } } })"_json;
   k.body = [](Session& s, const nlohmann::json& in) {
     const CheckedContract& c = s.contract(in["contract"]);
-    const tracks::Track* t = tracks::find_track(in["track"].get<std::string>());
-    if (!t) return nlohmann::json{{"ok", false}, {"error", "unknown track " + in["track"].dump()}};
-    const tracks::KnobSpace space = t->knobs(c, s.machine);
-    const tracks::Knobs current = space.resolve(tracks::Knobs::from_json(in["knobs"]));
+    const TrackKnobs tk = track_knobs(s, c, in);
+    const tracks::KnobSpace& space = tk.space;
+    const tracks::Knobs& current = tk.knobs;
     std::vector<tracks::Knobs> seen{current};
     for (const nlohmann::json& j : in.value("tried", nlohmann::json::array()))
       seen.push_back(space.resolve(tracks::Knobs::from_json(j)));
@@ -150,14 +150,7 @@ Skill debug_skill() {
       for (const Intent* intent : step) {
         for (const auto& [name, value] : intent->knobs) {
           const tracks::KnobSpec* spec = space.find(name);
-          if (!spec) continue;
-          const bool allowed =
-              spec->kind == tracks::KnobKind::Bool ||
-              (spec->kind == tracks::KnobKind::Choice &&
-               std::find(spec->choices.begin(), spec->choices.end(), value) != spec->choices.end()) ||
-              (spec->kind == tracks::KnobKind::Int &&
-               std::find(spec->values.begin(), spec->values.end(), std::stoll(value)) != spec->values.end());
-          if (allowed) next.set(name, value);
+          if (spec && spec->allows(value)) next.set(name, value);
         }
         why += (why.empty() ? "" : "; ") + std::string(intent->why);
       }

@@ -40,7 +40,7 @@ Skill evaluate_skill() {
       "ok": { "type": "boolean" }, "error": { "type": "string" },
       "candidate": { "type": "integer" }, "track": { "type": "string" }, "set": { "type": "string" },
       "build": { "type": "string" }, "timed": { "type": "boolean" },
-      "passed": { "type": "integer" }, "total": { "type": "integer" }, "score": { "type": "number" },
+      "passed": { "type": "integer" }, "total": { "type": "integer" }, "score": { "type": "number" }, "total_s": { "type": "number" },
       "mean_hap": { "type": "number" }, "mean_efficiency": { "type": "number" },
       "speedup_over_baseline": { "type": "number" },
       "cases": { "type": "array", "items": { "type": "object",

@@ -158,7 +158,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
   r = {c.contract.level, 0, 0, 0};
   std::vector<eval::CaseResult> cr;
   bool ran = false;
-  double sum_hap = 0, sum_eff = 0, log_speed = 0;
+  double sum_hap = 0, sum_eff = 0, log_speed = 0, total_s = 0;
   int timed = 0;
   const std::vector<cases::Case> ks = cases::make_cases(c, set);
   static const BaselineTimes kNone{{}, {}, "not timed"};
@@ -184,12 +184,14 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
     std::string why;
     double t_base = has_time ? base.get(k.index, why) : -1;
     if (t_base <= 0) t_base = t_cand;  // no baseline: HAP is 0.5 at best
-    const double t_hw = eval::floor_seconds(eval::case_cost(c, k), s.peaks);
+    const eval::CaseCost cost = eval::case_cost(c, k);
+    const double t_hw = eval::floor_seconds(cost, s.peaks);
     cr.push_back({correct, t_cand, t_base, t_hw});
     ++r.cases;
     if (correct) ++r.passed;
     if (has_time) {
       ++timed;
+      total_s += t_cand;
       sum_hap += eval::hap(t_cand, t_base, t_hw);
       sum_eff += t_hw / t_cand;
       log_speed += std::log(t_base / t_cand);
@@ -215,7 +217,6 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
         .bind(9, mare)
         .bind(10, has_time ? t_hw / t_cand : 0.0)
         .step();
-    const eval::CaseCost cost = eval::case_cost(c, k);
     op["cases"].push_back({{"id", k.id()},
                            {"describe", k.describe()},
                            {"dtype", dtype_name(k.dtype)},
@@ -236,6 +237,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
   op["score"] = r.score;
   op["passed"] = r.passed;
   op["total"] = r.cases;
+  op["total_s"] = total_s;
   op["mean_hap"] = timed ? sum_hap / timed : 0;
   op["mean_efficiency"] = timed ? sum_eff / timed : 0;
   op["speedup_over_baseline"] = timed ? std::exp(log_speed / timed) : 0;

@@ -81,7 +81,8 @@ Built lower_and_build(Session& s, const CheckedContract& c, const tracks::Track&
 struct Judgement {
   // The JSON of `cake bench` for one operator: name, level, track, build, cases (id, describe, dtype,
   // verdict, detail, mere, mare, flops, bytes, t_cand_s, t_base_s, t_floor_s, baseline_note), score,
-  // passed, total, mean_hap, mean_efficiency, speedup_over_baseline.
+  // passed, total, total_s (the timed cases' T_cand summed), mean_hap, mean_efficiency,
+  // speedup_over_baseline.
   nlohmann::json op;
   eval::OperatorResult result;
 };

@@ -29,17 +29,16 @@ Skill lower_skill() {
         "failure": { "type": "string" }, "diagnostics": { "type": "array" } } } } })"_json;
   k.body = [](Session& s, const nlohmann::json& in) {
     const CheckedContract& c = s.contract(in["contract"]);
-    const std::string name = in["track"];
-    const tracks::Track* t = tracks::find_track(name);
-    if (!t) return nlohmann::json{{"ok", false}, {"error", "unknown track '" + name + "'"}};
-    if (const tracks::Feasibility f = t->feasible(c, s.machine); !f.ok) {
+    const tracks::Track& t = named_track(in);
+    const std::string name(t.name());
+    if (const tracks::Feasibility f = t.feasible(c, s.machine); !f.ok) {
       return nlohmann::json{{"ok", false},
                             {"error", name + " cannot lower " + c.contract.name + ": " + f.reason}};
     }
     std::optional<int64_t> parent;
     if (in.contains("parent")) parent = in["parent"].get<int64_t>();
     const Built b = s.remember(lower_and_build(
-        s, c, *t, tracks::Knobs::from_json(in.value("knobs", nlohmann::json::object())), parent));
+        s, c, t, tracks::Knobs::from_json(in.value("knobs", nlohmann::json::object())), parent));
     nlohmann::json diags = nlohmann::json::array();
     for (size_t i = 0; i < std::min<size_t>(b.build.diagnostics.size(), 12); ++i) {
       const build::Diagnostic& d = b.build.diagnostics[i];

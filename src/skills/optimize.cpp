@@ -27,10 +27,9 @@ Skill optimize_skill() {
         "properties": { "move": { "type": "string" } } } } } })"_json;
   k.body = [](Session& s, const nlohmann::json& in) {
     const CheckedContract& c = s.contract(in["contract"]);
-    const tracks::Track* t = tracks::find_track(in["track"].get<std::string>());
-    if (!t) return nlohmann::json{{"ok", false}, {"error", "unknown track " + in["track"].dump()}};
-    const tracks::KnobSpace space = t->knobs(c, s.machine);
-    const tracks::Knobs base = space.resolve(tracks::Knobs::from_json(in["knobs"]));
+    const TrackKnobs tk = track_knobs(s, c, in);
+    const tracks::KnobSpace& space = tk.space;
+    const tracks::Knobs& base = tk.knobs;
     const std::vector<std::string> only = in.value("knobs_only", std::vector<std::string>{});
     const size_t max = in.value("max", size_t{1000});
     nlohmann::json variants = nlohmann::json::array();

@@ -75,6 +75,20 @@ nlohmann::json call(Session& s, std::string_view name, const nlohmann::json& inp
   return out;
 }
 
+const tracks::Track& named_track(const nlohmann::json& in) {
+  const std::string name = in["track"];
+  const tracks::Track* t = tracks::find_track(name);
+  if (!t) throw Error("unknown track '" + name + "'");
+  return *t;
+}
+
+TrackKnobs track_knobs(const Session& s, const CheckedContract& c, const nlohmann::json& in) {
+  const tracks::Track& t = named_track(in);
+  tracks::KnobSpace space = t.knobs(c, s.machine);
+  tracks::Knobs knobs = space.resolve(tracks::Knobs::from_json(in["knobs"]));
+  return {t, std::move(space), std::move(knobs)};
+}
+
 nlohmann::json catalog() {
   nlohmann::json doc = nlohmann::json::array();
   for (const Skill& k : all_skills()) {

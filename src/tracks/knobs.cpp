@@ -102,6 +102,19 @@ Knobs KnobSpace::defaults() const {
   return k;
 }
 
+bool KnobSpec::allows(const std::string& value) const {
+  int64_t iv = 0;
+  switch (kind) {
+    case KnobKind::Int:
+      return parse_int(value, iv) && std::find(values.begin(), values.end(), iv) != values.end();
+    case KnobKind::Bool:
+      return value == "true" || value == "false";
+    case KnobKind::Choice:
+      return std::find(choices.begin(), choices.end(), value) != choices.end();
+  }
+  return false;
+}
+
 Knobs KnobSpace::resolve(const Knobs& partial) const {
   for (const auto& [name, v] : partial.values()) {
     const KnobSpec* s = find(name);
@@ -113,20 +126,7 @@ Knobs KnobSpace::resolve(const Knobs& partial) const {
       }
       throw Error(fmt::format("unknown knob '{}' (this track's knobs: {})", name, names));
     }
-    bool ok = false;
-    int64_t iv = 0;
-    switch (s->kind) {
-      case KnobKind::Int:
-        ok = parse_int(v, iv) && std::find(s->values.begin(), s->values.end(), iv) != s->values.end();
-        break;
-      case KnobKind::Bool:
-        ok = v == "true" || v == "false";
-        break;
-      case KnobKind::Choice:
-        ok = std::find(s->choices.begin(), s->choices.end(), v) != s->choices.end();
-        break;
-    }
-    if (!ok)
+    if (!s->allows(v))
       throw Error(fmt::format("knob '{}' = '{}' is outside its space (allowed: {})", name, v, allowed(*s)));
   }
   Knobs k = defaults();

@@ -20,6 +20,8 @@ struct KnobSpec {
   std::vector<int64_t> values;       // Int: allowed values, ascending
   std::vector<std::string> choices;  // Choice: allowed names
   std::string default_value;         // as text: "64", "true", "rows"
+
+  bool allows(const std::string& value) const;  // the value (as text) is in this knob's space
 };
 
 // A knob assignment: knob name → value as text ("64", "true", "welford").
