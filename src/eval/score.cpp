@@ -122,10 +122,11 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
 }
 
 double floor_seconds(const CaseCost& cost, const MachinePeaks& p) {
-  double t = 0;
+  double t = p.call_s;
   if (p.flops_per_s > 0) t = std::max(t, cost.flops / p.flops_per_s);
-  if (p.bytes_per_s > 0)
-    t = std::max({t, cost.bytes_read / p.bytes_per_s, cost.bytes_written / p.bytes_per_s});
+  const double q = cost.bytes_read + cost.bytes_written;
+  const double bw = p.cache_bytes_per_s > 0 && q <= p.cache_bytes ? p.cache_bytes_per_s : p.bytes_per_s;
+  if (bw > 0) t = std::max(t, q / bw);
   return t;
 }
 

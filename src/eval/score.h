@@ -1,6 +1,6 @@
 // CAKE-Bench's roofline floor and score (DESIGN §6): the case's flops and compulsory traffic from the TE,
-// T_HW = max(F / P_flops, Q_read / BW, Q_write / BW), efficiency = T_HW / T_cand, HAP per case and the
-// CANN-Bench V0.2 operator score, and the per-level summary of the paper's Figure 7.
+// T_HW = max(T_call, F / P_flops, (Q_read + Q_write) / BW), efficiency = T_HW / T_cand, HAP per case and
+// the CANN-Bench V0.2 operator score, and the per-level summary of the paper's Figure 7.
 #pragma once
 
 #include <vector>
@@ -26,10 +26,16 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k);
 
 struct MachinePeaks {
   double flops_per_s = 0;  // the doctor's FP32 FMA peak at the thread count the kernels run with
-  double bytes_per_s = 0;  // the doctor's triad bandwidth at that thread count
+  double bytes_per_s = 0;  // the doctor's triad (DRAM) bandwidth at that thread count
+  // Cases whose whole traffic fits in one core's L2 (cache_bytes) are timed on the same buffers again and
+  // again, so they stream from cache: the doctor's cache-resident triad at the thread count. 0: unknown.
+  double cache_bytes_per_s = 0;
+  double cache_bytes = 0;
+  double call_s = 0;  // the harness's own cost of timing one call of a kernel that does nothing
 };
 
-// T_HW in seconds.
+// T_HW in seconds: max(call_s, F / flops_per_s, (Q_read + Q_write) / bandwidth). Reads and writes share
+// one memory bus on a CPU, and the triad bandwidth counts them together (STREAM), so they add.
 double floor_seconds(const CaseCost& cost, const MachinePeaks& peaks);
 
 // HAP = (T_base − T_HW) / ((T_cand − T_HW) + (T_base − T_HW)): 0.5 as fast as the baseline, 1 at the floor.

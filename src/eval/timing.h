@@ -29,4 +29,8 @@ struct Timing {
 // Times call(rep) (rep = 0, 1, ... counts timed calls; warm-up calls get rep = -1 - i).
 Timing time_calls(const std::function<void(int rep)>& call, const TimingOptions& o = {});
 
+// The median time_calls reports for a kernel of the C ABI that returns at once: the clock reads, the
+// indirect call and the loop, which no kernel timed by the harness can go below (the roofline's T_call).
+double call_floor_seconds();
+
 }  // namespace cake::eval

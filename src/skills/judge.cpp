@@ -14,6 +14,7 @@
 #include "build/process.h"
 #include "core/paths.h"
 #include "eval/sandbox.h"
+#include "eval/timing.h"
 
 namespace cake::skills {
 
@@ -172,6 +173,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
       so.time_it = timing;
       so.threads = s.threads;
       so.wall_seconds = s.case_seconds;
+      so.timing.min_seconds = s.min_time_s;
       run = eval::run_sandboxed(b.build.library, file, k, so);
     } else {
       run.verdict = eval::Verdict::CompileError;
@@ -247,7 +249,13 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
 eval::MachinePeaks peaks_for_threads(const target::MachineInfo& m, int threads) {
   // One thread cannot reach the all-core bandwidth or FMA rate.
   const bool one = threads == 1;
-  return {(one ? m.fma_gflops_1t : m.fma_gflops) * 1e9, (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9};
+  eval::MachinePeaks p;
+  p.flops_per_s = (one ? m.fma_gflops_1t : m.fma_gflops) * 1e9;
+  p.bytes_per_s = (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9;
+  p.cache_bytes_per_s = m.cache_bandwidth_gbs_1t * 1e9 * std::max(1, std::min(threads, m.logical_cores));
+  p.cache_bytes = double(m.caches.l2_bytes > 0 ? m.caches.l2_bytes : m.cache_triad_bytes);
+  p.call_s = eval::call_floor_seconds();
+  return p;
 }
 
 }  // namespace cake::skills

@@ -51,6 +51,7 @@ struct Session {
   int threads;                 // for candidates and baselines (the constructor resolves 0 to all cores)
   eval::MachinePeaks peaks;    // for `threads`
   double case_seconds = 120;   // wall-clock limit per sandboxed case
+  double min_time_s = 0.25;    // timed calls per case of a candidate last at least this long (TimingOptions)
   bool baseline = true;        // time libtorch (false: HAP uses the candidate as its own baseline)
   bool progress = false;       // one overwritten status line on stderr
   std::optional<int64_t> run;  // the runs row everything is recorded under

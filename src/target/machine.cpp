@@ -12,7 +12,7 @@ namespace cake::target {
 
 namespace {
 
-constexpr int kCacheSchema = 1;  // bump when Peaks or the way they are measured changes
+constexpr int kCacheSchema = 2;  // bump when Peaks or the way they are measured changes
 constexpr const char* kCacheFile = "target/machine.json";
 
 using json = nlohmann::json;
@@ -56,7 +56,8 @@ std::string pad(std::string s, size_t width) {
 }
 
 bool usable(const Peaks& p) {
-  return p.bandwidth_gbs > 0 && p.bandwidth_gbs_1t > 0 && p.fma_gflops > 0 && p.fma_gflops_1t > 0;
+  return p.bandwidth_gbs > 0 && p.bandwidth_gbs_1t > 0 && p.fma_gflops > 0 && p.fma_gflops_1t > 0 &&
+         p.cache_bandwidth_gbs_1t > 0;
 }
 
 void set_peaks(MachineInfo& m, const Peaks& p) {
@@ -65,17 +66,29 @@ void set_peaks(MachineInfo& m, const Peaks& p) {
   m.bandwidth_gbs_1t = p.bandwidth_gbs_1t;
   m.fma_gflops = p.fma_gflops;
   m.fma_gflops_1t = p.fma_gflops_1t;
+  m.cache_bandwidth_gbs_1t = p.cache_bandwidth_gbs_1t;
+  m.cache_triad_bytes = p.cache_triad_bytes;
 }
 
 }  // namespace
 
-std::string cache_key(const std::string& model, int cores) { return model + "|" + std::to_string(cores); }
+std::string cache_key(const std::string& model, int cores) {
+  return model + "|" + std::to_string(cores);
+}
 
 json to_json(const Isa& i) {
-  return json{{"level", i.level()},         {"sse4.2", i.sse42},         {"avx", i.avx},
-              {"avx2", i.avx2},             {"fma", i.fma},              {"avx512f", i.avx512f},
-              {"avx512bw", i.avx512bw},     {"avx512vl", i.avx512vl},    {"avx512dq", i.avx512dq},
-              {"avx512vnni", i.avx512vnni}, {"avx512bf16", i.avx512bf16}, {"avx512fp16", i.avx512fp16},
+  return json{{"level", i.level()},
+              {"sse4.2", i.sse42},
+              {"avx", i.avx},
+              {"avx2", i.avx2},
+              {"fma", i.fma},
+              {"avx512f", i.avx512f},
+              {"avx512bw", i.avx512bw},
+              {"avx512vl", i.avx512vl},
+              {"avx512dq", i.avx512dq},
+              {"avx512vnni", i.avx512vnni},
+              {"avx512bf16", i.avx512bf16},
+              {"avx512fp16", i.avx512fp16},
               {"amx", i.amx}};
 }
 
@@ -89,6 +102,8 @@ json to_json(const Peaks& p) {
               {"bandwidth_gbs_1t", p.bandwidth_gbs_1t},
               {"fma_gflops", p.fma_gflops},
               {"fma_gflops_1t", p.fma_gflops_1t},
+              {"cache_bandwidth_gbs_1t", p.cache_bandwidth_gbs_1t},
+              {"cache_triad_bytes", p.cache_triad_bytes},
               {"threads", p.threads},
               {"triad_dtype", p.triad_dtype},
               {"triad_array_bytes", p.triad_array_bytes},
@@ -98,7 +113,9 @@ json to_json(const Peaks& p) {
               {"measured_at", p.measured_at}};
 }
 
-json to_json(const Lane& l) { return json{{"name", l.name}, {"admitted", l.admitted}, {"detail", l.detail}}; }
+json to_json(const Lane& l) {
+  return json{{"name", l.name}, {"admitted", l.admitted}, {"detail", l.detail}};
+}
 
 json to_json(const MachineInfo& m) {
   json lanes = json::array();
@@ -111,6 +128,7 @@ json to_json(const MachineInfo& m) {
               {"bandwidth_gbs_1t", m.bandwidth_gbs_1t},
               {"fma_gflops", m.fma_gflops},
               {"fma_gflops_1t", m.fma_gflops_1t},
+              {"cache_bandwidth_gbs_1t", m.cache_bandwidth_gbs_1t},
               {"peaks", to_json(m.peaks)},
               {"peaks_cached", m.peaks_cached},
               {"cache_file", m.cache_file},
@@ -123,6 +141,8 @@ Peaks peaks_from_json(const json& j) {
   p.bandwidth_gbs_1t = field<double>(j, "bandwidth_gbs_1t");
   p.fma_gflops = field<double>(j, "fma_gflops");
   p.fma_gflops_1t = field<double>(j, "fma_gflops_1t");
+  p.cache_bandwidth_gbs_1t = field_or<double>(j, "cache_bandwidth_gbs_1t", 0.0);
+  p.cache_triad_bytes = field_or<int64_t>(j, "cache_triad_bytes", 0);
   p.threads = field<int>(j, "threads");
   p.triad_dtype = field_or<std::string>(j, "triad_dtype", "f64");
   p.triad_array_bytes = field_or<int64_t>(j, "triad_array_bytes", 0);
@@ -160,7 +180,8 @@ MachineInfo machine_from_json(const json& j) {
   m.peaks_cached = field_or<bool>(j, "peaks_cached", false);
   m.cache_file = field_or<std::string>(j, "cache_file", "");
   for (const json& l : field<json>(j, "lanes"))
-    m.lanes.push_back(Lane{field<std::string>(l, "name"), field<bool>(l, "admitted"), field<std::string>(l, "detail")});
+    m.lanes.push_back(
+        Lane{field<std::string>(l, "name"), field<bool>(l, "admitted"), field<std::string>(l, "detail")});
   return m;
 }
 
@@ -208,11 +229,18 @@ MachineInfo describe_machine(bool refresh, const Progress& progress) {
 std::string to_text(const MachineInfo& m) {
   std::ostringstream o;
   const Isa& i = m.isa;
-  const std::pair<const char*, bool> flags[] = {
-      {"sse4.2", i.sse42},         {"avx", i.avx},           {"avx2", i.avx2},
-      {"fma", i.fma},              {"avx512f", i.avx512f},   {"avx512bw", i.avx512bw},
-      {"avx512vl", i.avx512vl},    {"avx512dq", i.avx512dq}, {"avx512vnni", i.avx512vnni},
-      {"avx512bf16", i.avx512bf16}, {"avx512fp16", i.avx512fp16}, {"amx", i.amx}};
+  const std::pair<const char*, bool> flags[] = {{"sse4.2", i.sse42},
+                                                {"avx", i.avx},
+                                                {"avx2", i.avx2},
+                                                {"fma", i.fma},
+                                                {"avx512f", i.avx512f},
+                                                {"avx512bw", i.avx512bw},
+                                                {"avx512vl", i.avx512vl},
+                                                {"avx512dq", i.avx512dq},
+                                                {"avx512vnni", i.avx512vnni},
+                                                {"avx512bf16", i.avx512bf16},
+                                                {"avx512fp16", i.avx512fp16},
+                                                {"amx", i.amx}};
   std::string have, lack;
   for (const auto& [name, on] : flags) {
     std::string& s = on ? have : lack;
@@ -239,12 +267,16 @@ std::string to_text(const MachineInfo& m) {
     << num(p.bandwidth_gbs) << "\n";
   o << "  " << pad("FP32 FMA peak (" + p.fma_isa + ") GFLOP/s", 34) << pad(num(p.fma_gflops_1t), 12)
     << num(p.fma_gflops) << "\n";
+  o << "  " << pad("cache-resident triad GB/s", 34) << pad(num(p.cache_bandwidth_gbs_1t), 12)
+    << num(p.cache_bandwidth_gbs_1t * p.threads) << " (per-core L2, scaled)\n";
   o << "  triad: a[i] = b[i] + s*c[i], 3 x " << (p.triad_array_bytes >> 20)
-    << " MiB arrays, GB/s = 3*N*8 B / time (STREAM; write-allocate not counted)\n";
+    << " MiB arrays (cache-resident: " << (p.cache_triad_bytes >> 10)
+    << " KiB in all), GB/s = 3*N*8 B / time (STREAM; write-allocate not counted)\n";
   o << "  cache: " << m.cache_file << "  (cake doctor --refresh re-measures)\n\n";
 
   o << "Lanes\n";
-  for (const Lane& l : m.lanes) o << "  " << pad(l.name, 8) << pad(l.admitted ? "yes" : "no", 5) << l.detail << "\n";
+  for (const Lane& l : m.lanes)
+    o << "  " << pad(l.name, 8) << pad(l.admitted ? "yes" : "no", 5) << l.detail << "\n";
   return o.str();
 }
 

@@ -48,7 +48,11 @@ struct Peaks {
   double bandwidth_gbs_1t = 0;  // triad, 1 thread
   double fma_gflops = 0;        // FP32 FMA, all usable cores
   double fma_gflops_1t = 0;     // FP32 FMA, 1 thread
-  int threads = 0;              // thread count of the all-core figures
+  // Triad over three arrays that stay in one core's L2 (cache_triad_bytes together), 1 thread: the
+  // bandwidth a case whose data fits in cache is timed at (the harness repeats it on the same buffers).
+  double cache_bandwidth_gbs_1t = 0;
+  int64_t cache_triad_bytes = 0;
+  int threads = 0;  // thread count of the all-core figures
   std::string triad_dtype = "f64";
   int64_t triad_array_bytes = 0;  // bytes per array (three arrays)
   std::string fma_isa;            // "avx512", "avx2" or "scalar": the FMA loop that ran
@@ -74,8 +78,10 @@ struct MachineInfo {
   double bandwidth_gbs_1t = 0;
   double fma_gflops = 0;
   double fma_gflops_1t = 0;
-  bool peaks_cached = false;  // peaks came from the cache file rather than a fresh measurement
-  std::string cache_file;     // where the peaks are cached
+  double cache_bandwidth_gbs_1t = 0;  // L2-resident triad, 1 thread (private L2: all cores scale it)
+  int64_t cache_triad_bytes = 0;      // the footprint it was measured at
+  bool peaks_cached = false;          // peaks came from the cache file rather than a fresh measurement
+  std::string cache_file;             // where the peaks are cached
   std::vector<Lane> lanes;
 };
 
@@ -87,8 +93,9 @@ using Progress = std::function<void(std::string_view)>;
 MachineInfo describe_machine(bool refresh = false, const Progress& progress = {});
 
 Peaks measure_peaks(const Progress& progress = {});  // always measures
-double measure_triad_gbs(int threads);                // f64 triad, best of several repetitions
-double measure_fma_gflops(int threads);               // FP32 FMA, best of several repetitions
+double measure_triad_gbs(int threads);               // f64 triad, best of several repetitions
+double measure_fma_gflops(int threads);              // FP32 FMA, best of several repetitions
+double measure_cache_triad_gbs(int64_t footprint);   // 1-thread triad on 3 arrays of footprint / 3 bytes
 
 std::string cpu_model();
 int logical_cores();
@@ -102,7 +109,7 @@ nlohmann::json to_json(const Caches&);
 nlohmann::json to_json(const Peaks&);
 nlohmann::json to_json(const Lane&);
 nlohmann::json to_json(const MachineInfo&);
-Peaks peaks_from_json(const nlohmann::json&);        // throws cake::Error on a malformed document
+Peaks peaks_from_json(const nlohmann::json&);          // throws cake::Error on a malformed document
 MachineInfo machine_from_json(const nlohmann::json&);  // throws cake::Error on a malformed document
 std::string to_text(const MachineInfo&);               // readable table for `cake doctor`
 

@@ -27,7 +27,9 @@ constexpr int64_t kMaxArrayBytes = 1024 * kMiB;
 constexpr size_t kAlign = size_t{2} << 20;  // huge-page aligned
 constexpr double kTriadScalar = 3.0;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The CPUs the calling thread may run on, in order.
 std::vector<int> allowed_cpus() {
@@ -55,12 +57,13 @@ double timed_parallel(int threads, int* ran, const Body& body) {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     cpu_set_t old;
     CPU_ZERO(&old);
-    const bool pinned = n > 1 && size_t(n) <= cpus.size() && sched_getaffinity(0, sizeof old, &old) == 0 && [&] {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpus[t], &one);
-      return sched_setaffinity(0, sizeof one, &one) == 0;
-    }();
+    const bool pinned =
+        n > 1 && size_t(n) <= cpus.size() && sched_getaffinity(0, sizeof old, &old) == 0 && [&] {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(cpus[t], &one);
+          return sched_setaffinity(0, sizeof one, &one) == 0;
+        }();
 #pragma omp barrier
     start[t] = Clock::now();
     body(t, n);
@@ -87,9 +90,9 @@ int64_t triad_array_bytes() {
 
 // The a[i] = b[i] + s*c[i] kernel on one thread's slice, cloned per ISA (resolved once at load time).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void triad_slice(double* __restrict a,
-                                                                                const double* __restrict b,
-                                                                                const double* __restrict c,
-                                                                                double s, size_t n) {
+                                                                              const double* __restrict b,
+                                                                              const double* __restrict c,
+                                                                              double s, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 
@@ -128,11 +131,15 @@ class TriadArrays {
       }
     }
   }
-  ~TriadArrays() { release(); }
+  ~TriadArrays() {
+    release();
+  }
   TriadArrays(const TriadArrays&) = delete;
   TriadArrays& operator=(const TriadArrays&) = delete;
 
-  size_t n() const { return n_; }
+  size_t n() const {
+    return n_;
+  }
 
   // Seconds for one triad sweep over the arrays on `threads` threads.
   double sweep(int threads) {
@@ -192,10 +199,9 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
     a10 = _mm512_fmadd_ps(a10, m, c);
     a11 = _mm512_fmadd_ps(a11, m, c);
   }
-  const __m512 s = _mm512_add_ps(
-      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                    _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
-      _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                               _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
+                                 _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, s);
   float r = 0;
@@ -223,10 +229,9 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
     a10 = _mm256_fmadd_ps(a10, m, c);
     a11 = _mm256_fmadd_ps(a11, m, c);
   }
-  const __m256 s = _mm256_add_ps(
-      _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                    _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7))),
-      _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                               _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7))),
+                                 _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, s);
   float r = 0;
@@ -316,7 +321,27 @@ double measure_triad_gbs(int threads) {
   return arrays.best_gbs(threads);
 }
 
-double measure_fma_gflops(int threads) { return fma_best_gflops(pick_fma_kernel(), std::max(1, threads)); }
+double measure_cache_triad_gbs(int64_t footprint) {
+  // One thread sweeps arrays that fit its L2 many times in one timed span (a single sweep takes
+  // microseconds, too short to time alone); best of several spans.
+  const size_t n = size_t(std::max<int64_t>(footprint / 3, 4096)) / sizeof(double) / 8 * 8;
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const int sweeps = int(std::max<size_t>(64, (size_t{64} << 20) / (3 * n * sizeof(double))));
+  double best = 1e30;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = Clock::now();
+    for (int s = 0; s < sweeps; ++s) {
+      triad_slice(a.data(), b.data(), c.data(), kTriadScalar, n);
+      asm volatile("" : : "r"(a.data()) : "memory");  // every sweep's stores happen
+    }
+    best = std::min(best, seconds_since(t0));
+  }
+  return 3.0 * double(n) * sizeof(double) * sweeps / best / 1e9;
+}
+
+double measure_fma_gflops(int threads) {
+  return fma_best_gflops(pick_fma_kernel(), std::max(1, threads));
+}
 
 Peaks measure_peaks(const Progress& progress) {
   const auto t0 = Clock::now();
@@ -326,8 +351,9 @@ Peaks measure_peaks(const Progress& progress) {
   const FmaKernel k = pick_fma_kernel();
   p.fma_isa = k.isa;
 
-  if (progress) progress("memory bandwidth (STREAM triad, f64, 3 x " + std::to_string(p.triad_array_bytes >> 20) +
-                         " MiB)");
+  if (progress)
+    progress("memory bandwidth (STREAM triad, f64, 3 x " + std::to_string(p.triad_array_bytes >> 20) +
+             " MiB)");
   {
     TriadArrays arrays(p.triad_array_bytes, p.threads);
     // Two passes over both thread counts, keeping the best: bandwidth drifts on shared machines.
@@ -336,12 +362,21 @@ Peaks measure_peaks(const Progress& progress) {
       p.bandwidth_gbs = std::max(p.bandwidth_gbs, arrays.best_gbs(p.threads));
     }
   }
+  // A quarter of L2 in all (within L2 whatever its associativity, and far above L1).
+  const Caches caches = detect_caches();
+  p.cache_triad_bytes = std::max<int64_t>(caches.l2_bytes > 0 ? caches.l2_bytes / 4 : 0, 96 << 10);
+  if (progress)
+    progress("cache-resident bandwidth (triad, " + std::to_string(p.cache_triad_bytes >> 10) + " KiB)");
+  for (int pass = 0; pass < 2; ++pass)
+    p.cache_bandwidth_gbs_1t =
+        std::max(p.cache_bandwidth_gbs_1t, measure_cache_triad_gbs(p.cache_triad_bytes));
   if (progress) progress(std::string("FP32 FMA peak (") + k.isa + ")");
   // At least two passes; up to four while the all-core figure has not reached 1.5x one thread (then a
   // sibling core was probably busy with other work) and the whole set is still short. Only more samples
   // are taken; the best is kept either way.
   for (int pass = 0; pass < 4; ++pass) {
-    if (pass >= 2 && (p.threads == 1 || p.fma_gflops >= 1.5 * p.fma_gflops_1t || seconds_since(t0) > 1.2)) break;
+    if (pass >= 2 && (p.threads == 1 || p.fma_gflops >= 1.5 * p.fma_gflops_1t || seconds_since(t0) > 1.2))
+      break;
     p.fma_gflops_1t = std::max(p.fma_gflops_1t, fma_best_gflops(k, 1));
     p.fma_gflops = std::max(p.fma_gflops, p.threads > 1 ? fma_best_gflops(k, p.threads) : p.fma_gflops_1t);
   }

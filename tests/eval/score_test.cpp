@@ -5,6 +5,7 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "eval/score.h"
+#include "eval/timing.h"
 
 namespace cake::eval {
 namespace {
@@ -48,11 +49,34 @@ TEST(CaseCost, AGatheredTableCountsOnlyTheRowsRead) {
   EXPECT_DOUBLE_EQ(k.bytes_written, 2 * 3 * 4 * 4);
 }
 
-TEST(Roofline, FloorIsTheSlowestOfComputeReadAndWrite) {
+TEST(Roofline, FloorIsTheSlowerOfComputeAndAllTraffic) {
   const MachinePeaks p{1e11, 1e10};
-  EXPECT_DOUBLE_EQ(floor_seconds({1e9, 1e9, 5e8}, p), 0.1);   // reading 1 GB at 10 GB/s
+  EXPECT_DOUBLE_EQ(floor_seconds({1e9, 1e9, 5e8}, p), 0.15);  // reading 1 GB and writing 0.5 at 10 GB/s
   EXPECT_DOUBLE_EQ(floor_seconds({1e11, 1e6, 1e6}, p), 1.0);  // 1e11 flops at 1e11 FLOP/s
-  EXPECT_DOUBLE_EQ(floor_seconds({0, 1e6, 2e9}, p), 0.2);     // writing dominates
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 1e6, 2e9}, p), 0.2001);  // writing dominates
+}
+
+TEST(Roofline, CacheResidentTrafficUsesTheCacheBandwidth) {
+  MachinePeaks p{1e11, 1e10};
+  p.cache_bytes_per_s = 1e11;
+  p.cache_bytes = 1 << 20;
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 3e5, 1e5}, p), 4e-6);    // 400 kB at 100 GB/s, not 10
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 1e6}, p), 3e-4);    // 3 MB is over L2: DRAM
+  EXPECT_DOUBLE_EQ(floor_seconds({1e7, 3e5, 1e5}, p), 1e-4);  // compute still bounds
+}
+
+TEST(Roofline, NoFloorIsBelowTheHarnessCallCost) {
+  MachinePeaks p{1e11, 1e10};
+  p.call_s = 3e-8;
+  EXPECT_DOUBLE_EQ(floor_seconds({1, 4, 4}, p), 3e-8);      // one element: the call is the floor
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 1e6, 1e6}, p), 2e-4);  // large traffic is unaffected
+}
+
+TEST(Roofline, TheCallFloorIsMeasuredAndSmall) {
+  const double s = call_floor_seconds();
+  EXPECT_GT(s, 0);
+  EXPECT_LT(s, 5e-6);  // an empty indirect call with two clock reads; microseconds would mean a bug
+  EXPECT_EQ(s, call_floor_seconds());  // measured once per process
 }
 
 TEST(Hap, MatchesTheFormulaAndItsEdges) {
