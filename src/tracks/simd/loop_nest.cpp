@@ -26,6 +26,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.unroll = static_cast<int>(k.integer("unroll"));
   o.threads = static_cast<int>(k.integer("threads"));
   o.parallel_min_work = k.integer("parallel_min_work");
+  o.serial_below = k.integer("serial_below");
   o.gemm = k.boolean("gemm");
   o.mr = static_cast<int>(k.integer("mr"));
   o.nv = static_cast<int>(k.integer("nv"));
@@ -33,6 +34,31 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
 }
 
 namespace {
+
+// compute<IO> without its OpenMP work sharing, renamed compute_serial: `omp parallel` and `omp for` lines go
+// (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for simd`
+// keeps only its `omp simd`.
+std::string serial_copy(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t eol = body.find('\n', pos);
+    if (eol == std::string::npos) eol = body.size();
+    const std::string line = body.substr(pos, eol - pos);
+    pos = eol + 1;
+    const size_t at = line.find_first_not_of(' ');
+    const std::string_view text =
+        at == std::string::npos ? std::string_view() : std::string_view(line).substr(at);
+    if (text.starts_with("#pragma omp parallel for simd")) {
+      out += line.substr(0, at) + "#pragma omp simd\n";
+    } else if (!text.starts_with("#pragma omp parallel") && !text.starts_with("#pragma omp for")) {
+      out += line + "\n";
+    }
+  }
+  const size_t name = out.find("int compute(");
+  if (name != std::string::npos) out.replace(name, 12, "int compute_serial(");
+  return out;
+}
 
 enum class Storage { Input, Direct, Buffer, RowLocal };
 
@@ -664,47 +690,73 @@ std::string Lowering::run(const std::string& header) {
     args += ", const int64_t " + size_id(z.name);
     call_args += ", " + size_id(z.name);
   }
-  src +=
+  std::string body =
       fmt::format("template <class IO>\nint compute(const cake_tensor* in, cake_tensor* out{}) {{\n", args);
-  src += "  using T = typename IO::T;\n  int err = 0;\n";
+  body += "  using T = typename IO::T;\n  int err = 0;\n";
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorInfo& ti = c_.tensors[t];
     const std::string ty = ti.fixed_dtype ? storage_type(*ti.fixed_dtype) : "T";
     if (ti.role == TensorRole::Input) {
-      src += fmt::format("  const {}* {} = (const {}*)in[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
+      body += fmt::format("  const {}* {} = (const {}*)in[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
     } else if (ti.role == TensorRole::Output) {
-      src += fmt::format("  {}* {} = ({}*)out[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
+      body += fmt::format("  {}* {} = ({}*)out[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
     }
     if (storage_[t] == Storage::Buffer) {
       std::string n = "INT64_C(1)";
       for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
-      src += fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)),
-                         ti.name, elem_type(static_cast<int>(t)), scratch_slot_[t], n);
+      body +=
+          fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)),
+                      ti.name, elem_type(static_cast<int>(t)), scratch_slot_[t], n);
     }
   }
-  src += "  (void)err;\n";
-  for (const Group& g : groups_) src += emit_group(g);
+  body += "  (void)err;\n";
+  for (const Group& g : groups_) body += emit_group(g);
   // Outputs computed in a buffer: convert into the caller's tensor.
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorInfo& ti = c_.tensors[t];
     if (ti.role != TensorRole::Output || storage_[t] != Storage::Buffer) continue;
     std::string n = "INT64_C(1)";
     for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
-    src += fmt::format(
+    body += fmt::format(
         "  // {}: from its buffer to the output dtype\n  #pragma omp parallel for simd schedule(static){}{}\n"
         "  for (int64_t i = 0; i < {}; ++i) {}\n",
         ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
   }
-  src += "  return err;\n}\n\n}  // namespace\n\n";
+  body += "  return err;\n}\n\n";
+  src += body;
+  // Shape-regime dispatch: below o_.serial_below elements of I/O the same nest runs without any OpenMP
+  // region (entering one costs far more than a small case's work, even when its if() clause says serial).
+  if (o_.serial_below > 0) {
+    src += "// The same computation without OpenMP regions, for cases below the serial threshold.\n";
+    src += serial_copy(body);
+  }
+  src += "}  // namespace\n\n";
   src +=
       "extern \"C\" __attribute__((visibility(\"default\")))\nint cake_run(const cake_tensor* in, int n_in, "
       "cake_tensor* out, "
       "int n_out, const double* params, int n_params) {\n";
   src += emit_abi_prologue(c_);
+  if (o_.serial_below > 0) {
+    std::string n = "INT64_C(0)";
+    for (size_t t = 0; t < c_.tensors.size(); ++t) {
+      const TensorInfo& ti = c_.tensors[t];
+      if (ti.role != TensorRole::Input && ti.role != TensorRole::Output) continue;
+      n += " + INT64_C(1)";
+      for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
+    }
+    src += fmt::format("  const int64_t io_elements = {};\n", n);
+  }
   src += "  switch (op_dtype) {\n";
   for (DType d : k.dtypes) {
     const char* io = d == DType::bf16 ? "io_bf16" : d == DType::f16 ? "io_f16" : "io_f32";
-    src += fmt::format("    case {}: return compute<{}>(in, out{});\n", static_cast<int>(d), io, call_args);
+    if (o_.serial_below > 0) {
+      src += fmt::format(
+          "    case {}: return io_elements < INT64_C({}) ? compute_serial<{}>(in, out{}) : compute<{}>(in, "
+          "out{});\n",
+          static_cast<int>(d), o_.serial_below, io, call_args, io, call_args);
+    } else {
+      src += fmt::format("    case {}: return compute<{}>(in, out{});\n", static_cast<int>(d), io, call_args);
+    }
   }
   src += "    default: return CAKE_ERR_DTYPE;\n  }\n}\n";
   return src;

@@ -21,6 +21,7 @@ struct LoopNestOptions {
   int unroll = 1;         // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
   int threads = 0;        // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
+  int64_t serial_below = 0;  // below this many I/O elements, a copy of the kernel without OpenMP regions runs
   bool gemm =
       true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
   int mr = 6;  // its tile: rows of C
