@@ -122,9 +122,12 @@ Child spawn_and_wait(const fs::path& dir, int threads, double wall_seconds) {
   Child ch;
   const std::string prog = runner_path().string(), arg = dir.string(), log = (dir / "log.txt").string();
   std::vector<std::string> env;
+  // OpenMP (simd track, libtorch) and Halide's runtime (HL_NUM_THREADS) each size their pools from these.
   for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) env.emplace_back(*e);
+    if (std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0 && std::strncmp(*e, "HL_NUM_THREADS=", 15) != 0)
+      env.emplace_back(*e);
   env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  env.push_back("HL_NUM_THREADS=" + std::to_string(threads));
   std::vector<char*> envp;
   envp.reserve(env.size() + 1);
   for (std::string& s : env) envp.push_back(s.data());
