@@ -124,6 +124,7 @@ BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   for (const tracks::SourceFile& f : a.files) {
+    if (f.name.find('/') != std::string::npos) fs::create_directories((tmp / f.name).parent_path());
     std::ofstream out(tmp / f.name, std::ios::binary);
     out << f.text;
     if (!out) throw Error("build: cannot write " + (tmp / f.name).string());
@@ -133,7 +134,8 @@ BuildResult run_build(const tracks::Artifact& a, const BuildOptions& o, const fs
   for (const tracks::BuildStep& s : a.steps) {
     const fs::path step_log = tmp / ("step-" + s.what + ".log");
     ++g_tool_runs;
-    const ProcessResult p = run_process(s.argv, tmp, step_log, o.step_timeout_s);
+    const ProcessResult p =
+        run_process(s.argv, s.dir.empty() ? tmp : tmp / s.dir, step_log, o.step_timeout_s);
     std::string out = read_file(step_log).value_or("");
     step_log_all += "$ ";
     for (const std::string& x : s.argv) step_log_all += x + " ";
@@ -217,6 +219,7 @@ std::string artifact_hash(const tracks::Artifact& a) {
     h.add(f.name).add_u64(f.name.size()).add(f.text).add_u64(f.text.size());
   for (const tracks::BuildStep& s : a.steps) {
     h.add_u64(4).add(s.what);
+    if (!s.dir.empty()) h.add_u64(5).add(s.dir);
     for (const std::string& x : s.argv) h.add(x).add_u64(x.size());
     if (!s.argv.empty()) h.add(tool_identity(s.argv[0]));
   }

@@ -1,0 +1,168 @@
+// compose_regimes and best_split (regimes.h): the composite's dispatcher source and recipe, and the split
+// search over measured cases.
+#include "tracks/regimes/regimes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "tracks/common/host_code.h"
+
+namespace cake::tracks {
+
+namespace {
+
+// The dispatcher: both variants' kernel.so embedded with .incbin, loaded through memfd on first use.
+std::string dispatcher_source(const Artifact& small, const Artifact& large, int64_t below) {
+  return fmt::format(
+      R"(// CAKE shape-regime dispatch for {op}: cases with fewer than {below} bytes of inputs and outputs
+// run variant `small` ({st} {sk}), the others variant `large` ({lt} {lk}).
+// Each variant's kernel.so is embedded below and loaded from memory on first use.
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "cake_kernel_abi.h"
+
+#define CAKE_EMBED(name, file)                                                                   \
+  asm(".section .rodata\n.balign 64\n.globl " #name "\n.hidden " #name "\n" #name ":\n.incbin \"" file \
+      "\"\n.globl " #name "_end\n.hidden " #name "_end\n" #name "_end:\n.previous\n");           \
+  extern "C" const unsigned char name[], name##_end[];
+
+CAKE_EMBED(cake_small_so, "small/kernel.so")
+CAKE_EMBED(cake_large_so, "large/kernel.so")
+
+namespace {{
+
+cake_run_fn load(const unsigned char* begin, const unsigned char* end, const char* name) {{
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return nullptr;
+  for (const unsigned char* p = begin; p < end;) {{
+    const ssize_t n = write(fd, p, size_t(end - p));
+    if (n <= 0) {{
+      close(fd);
+      return nullptr;
+    }}
+    p += n;
+  }}
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  close(fd);  // the mapping keeps the file alive
+  return h ? reinterpret_cast<cake_run_fn>(dlsym(h, "cake_run")) : nullptr;
+}}
+
+int64_t io_bytes(const cake_tensor* t, int n) {{
+  static const int64_t size[] = {{4, 2, 2, 4, 8, 1, 1}};
+  int64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {{
+    int64_t e = t[i].dtype >= 0 && t[i].dtype < 7 ? size[t[i].dtype] : 1;
+    for (int d = 0; d < t[i].rank && d < CAKE_MAX_RANK; ++d) e *= t[i].shape[d];
+    bytes += e;
+  }}
+  return bytes;
+}}
+
+}}  // namespace
+
+extern "C" __attribute__((visibility("default")))
+int cake_run(const cake_tensor* in, int n_in, cake_tensor* out, int n_out, const double* params, int n_params) {{
+  if (n_in < 0 || n_out < 0 || (n_in > 0 && !in) || (n_out > 0 && !out)) return CAKE_ERR_ARGS;
+  static const cake_run_fn small = load(cake_small_so, cake_small_so_end, "cake-small");
+  static const cake_run_fn large = load(cake_large_so, cake_large_so_end, "cake-large");
+  const cake_run_fn fn = io_bytes(in, n_in) + io_bytes(out, n_out) < INT64_C({below}) ? small : large;
+  if (!fn) return CAKE_ERR_DEVICE;  // a variant did not load
+  return fn(in, n_in, out, n_out, params, n_params);
+}}
+)",
+      fmt::arg("op", small.op), fmt::arg("below", below), fmt::arg("st", small.track),
+      fmt::arg("sk", small.knobs.str()), fmt::arg("lt", large.track), fmt::arg("lk", large.knobs.str()));
+}
+
+void add_variant(Artifact& out, const Artifact& v, const std::string& dir) {
+  for (const SourceFile& f : v.files) out.files.push_back({dir + "/" + f.name, f.text});
+  for (const BuildStep& s : v.steps) {
+    if (!s.dir.empty()) throw Error("regimes: a variant's step runs in its own folder (nested composite?)");
+    out.steps.push_back({s.argv, dir + "-" + s.what, dir});
+  }
+  if (v.library != "kernel.so") out.steps.push_back({{"cp", v.library, "kernel.so"}, dir + "-copy", dir});
+}
+
+}  // namespace
+
+Artifact compose_regimes(const Artifact& small, const Artifact& large, int64_t below_io_bytes) {
+  if (small.op != large.op || small.contract_hash != large.contract_hash)
+    throw Error("regimes: the two variants are of different operators (" + small.op + ", " + large.op + ")");
+  if (small.track == kRegimesTrack || large.track == kRegimesTrack)
+    throw Error("regimes: a variant is itself a composite");
+  Artifact a;
+  a.track = kRegimesTrack;
+  a.knobs.set("small", nlohmann::json{{"track", small.track}, {"knobs", small.knobs.to_json()}}.dump());
+  a.knobs.set("large", nlohmann::json{{"track", large.track}, {"knobs", large.knobs.to_json()}}.dump());
+  a.knobs.set("below_io_bytes", below_io_bytes);
+  a.op = small.op;
+  a.contract_hash = small.contract_hash;
+  a.main_file = "dispatch.cpp";
+  add_variant(a, small, "small");
+  add_variant(a, large, "large");
+  a.files.push_back({"dispatch.cpp", dispatcher_source(small, large, below_io_bytes)});
+  a.files.push_back({"exports.map", "{\n  global: cake_run;\n  local: *;\n};\n"});
+  for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
+  a.steps.push_back({{"g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-I.", "dispatch.cpp", "-o",
+                      "kernel.so", "-Wl,--version-script=exports.map", "-ldl"},
+                     "link"});
+  return a;
+}
+
+RegimesParts regimes_parts(const Knobs& k) {
+  try {
+    const nlohmann::json small = nlohmann::json::parse(k.choice("small"));
+    const nlohmann::json large = nlohmann::json::parse(k.choice("large"));
+    return {small.at("track"), large.at("track"), small.at("knobs"), large.at("knobs"),
+            k.integer("below_io_bytes")};
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("regimes: malformed composite knobs: ") + e.what());
+  }
+}
+
+std::optional<RegimeSplit> best_split(const nlohmann::json& a, const nlohmann::json& b) {
+  struct Point {
+    double io, ea, eb;
+  };
+  if (!a.is_array() || !b.is_array() || a.size() != b.size() || a.empty()) return std::nullopt;
+  std::vector<Point> pts;
+  const auto eff = [](const nlohmann::json& k) {
+    const double t = k.value("t_cand_s", 0.0);
+    return t > 0 ? k.value("t_floor_s", 0.0) / t : 0.0;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].value("verdict", "") != "pass" || b[i].value("verdict", "") != "pass") return std::nullopt;
+    pts.push_back({a[i].value("io_bytes", 0.0), eff(a[i]), eff(b[i])});
+  }
+  std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.io < y.io; });
+  const double n = double(pts.size());
+  std::optional<RegimeSplit> best;
+  // Cut before point i (1 <= i < n) where io_bytes changes: [0, i) small, [i, n) large.
+  double sum_a_below = 0, sum_b_below = 0, sum_a = 0, sum_b = 0;
+  for (const Point& p : pts) sum_a += p.ea, sum_b += p.eb;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    sum_a_below += pts[i - 1].ea;
+    sum_b_below += pts[i - 1].eb;
+    if (pts[i].io == pts[i - 1].io) continue;
+    const int64_t cut = int64_t(std::ceil(std::sqrt(std::max(pts[i - 1].io, 1.0) * pts[i].io)));
+    const double a_small = (sum_a_below + (sum_b - sum_b_below)) / n;
+    const double b_small = (sum_b_below + (sum_a - sum_a_below)) / n;
+    for (const bool as : {true, false}) {
+      const double e = as ? a_small : b_small;
+      if (!best || e > best->efficiency) best = RegimeSplit{as, cut, e, int(i)};
+    }
+  }
+  return best;
+}
+
+}  // namespace cake::tracks

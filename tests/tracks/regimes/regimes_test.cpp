@@ -1,0 +1,93 @@
+// Shape-regime composites: the split search over measured cases (no timing: hand-made cases), and a
+// composite of a simd and a halide kernel that must pass the gate on every standard case, each regime
+// holding some of them.
+#include "tracks/regimes/regimes.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "build/build_service.h"
+#include "build/kernel.h"
+#include "contract/contract.h"
+#include "core/error.h"
+#include "eval/conformance.h"
+#include "target/machine.h"
+
+namespace cake::tracks {
+namespace {
+
+using nlohmann::json;
+
+json cases_of(const std::vector<std::pair<double, double>>& io_and_eff) {
+  json out = json::array();
+  for (const auto& [io, e] : io_and_eff)
+    out.push_back({{"io_bytes", io}, {"verdict", "pass"}, {"t_floor_s", e}, {"t_cand_s", 1.0}});
+  return out;
+}
+
+TEST(BestSplit, GivesEachRegimeToTheVariantThatWinsIt) {
+  // a is better on the two small cases, b on the two large ones; the order of the cases does not matter.
+  const json a = cases_of({{1e6, 0.2}, {8, 0.9}, {64, 0.8}, {1e7, 0.3}});
+  const json b = cases_of({{1e6, 0.7}, {8, 0.1}, {64, 0.2}, {1e7, 0.6}});
+  const auto s = best_split(a, b);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->a_small);
+  EXPECT_EQ(s->small_cases, 2);
+  EXPECT_GT(s->below_io_bytes, 64);
+  EXPECT_LE(s->below_io_bytes, 1000000);
+  EXPECT_DOUBLE_EQ(s->efficiency, (0.9 + 0.8 + 0.7 + 0.6) / 4);
+  const auto r = best_split(b, a);  // the other way round
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->a_small);
+  EXPECT_EQ(r->below_io_bytes, s->below_io_bytes);
+}
+
+TEST(BestSplit, NeverCutsBetweenCasesOfOneSizeAndNeedsEveryCasePassing) {
+  const json same = cases_of({{64, 0.9}, {64, 0.1}});
+  EXPECT_FALSE(best_split(same, same));  // one size: no threshold separates anything
+  json failing = cases_of({{8, 0.9}, {64, 0.1}});
+  failing[1]["verdict"] = "fail";
+  EXPECT_FALSE(best_split(failing, cases_of({{8, 0.5}, {64, 0.5}})));
+  EXPECT_FALSE(best_split(cases_of({{8, 0.5}}), cases_of({{8, 0.5}, {64, 0.5}})));  // different case sets
+}
+
+TEST(Compose, RefusesMixedOperatorsAndNesting) {
+  Artifact a, b;
+  a.op = "softmax", b.op = "rms_norm";
+  EXPECT_THROW(compose_regimes(a, b, 100), Error);
+  b.op = "softmax", b.track = kRegimesTrack;
+  EXPECT_THROW(compose_regimes(a, b, 100), Error);
+}
+
+TEST(Compose, ASimdAndHalideCompositePassesTheGateInBothRegimes) {
+  const CheckedContract c =
+      load_and_check((std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "softmax.yaml").string());
+  const target::MachineInfo m = target::describe_machine();
+  const Track* simd = find_track("simd");
+  const Track* halide = find_track("halide");
+  if (!halide) GTEST_SKIP() << "no halide track in this build";
+  const int64_t below = 1 << 16;
+  const Artifact comp = compose_regimes(simd->lower(c, m, Knobs::from_json({{"serial_below", "65536"}})),
+                                        halide->lower(c, m, {}), below);
+  EXPECT_EQ(comp.track, kRegimesTrack);
+  const RegimesParts parts = regimes_parts(comp.knobs);
+  EXPECT_EQ(parts.small_track, "simd");
+  EXPECT_EQ(parts.large_track, "halide");
+  EXPECT_EQ(parts.small_knobs.at("serial_below"), "65536");
+  EXPECT_EQ(parts.below_io_bytes, below);
+  EXPECT_THROW(regimes_parts(Knobs{{"small", "not json"}}), Error);
+  const build::BuildResult r = build::build(comp);
+  ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+  const build::Kernel k(r.library);
+  int small = 0;
+  for (const cases::Case& kc : cases::make_cases(c, cases::Set::Standard))
+    small += cases::case_bytes(c, kc) < double(below);
+  EXPECT_GT(small, 0);
+  EXPECT_LT(small, c.contract.standard.count);
+  for (const eval::CaseOutcome& o : eval::check_kernel(k, c, cases::Set::Standard))
+    EXPECT_TRUE(o.pass) << o.str();
+}
+
+}  // namespace
+}  // namespace cake::tracks
