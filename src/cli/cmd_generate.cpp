@@ -33,6 +33,7 @@ struct Opts {
   std::vector<std::string> knobs;
   bool json = false, no_baseline = false, no_explore = false, resume = false;
   int threads = 0, max_attempts = 8, rounds = 0, variants = 4;
+  double min_time = 0.25;
 };
 
 // The package report (deliver/report.h renders it): the delivered kernel's cases, routing, generation and
@@ -109,6 +110,10 @@ void add(CLI::App& app, Mode mode) {
   }
   if (mode == Mode::Evolve)
     cmd->add_flag("--resume", o->resume, "continue this contract's latest unfinished evolve run");
+  cmd->add_option("--min-time", o->min_time,
+                  "seconds of timed calls per case for candidates (at least 5 calls; the median counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 10.0));
   cmd->add_flag("--no-baseline", o->no_baseline, "skip libtorch (the score then has no peer)");
   cmd->add_flag("--no-explore", o->no_explore, "judge only until the first correct kernel");
   cmd->add_flag("--json", o->json, "print one JSON document on stdout");
@@ -117,6 +122,7 @@ void add(CLI::App& app, Mode mode) {
     store::Store db = open_store();
     skills::Session s(db, target::describe_machine(), o->threads);
     s.baseline = !o->no_baseline;
+    s.min_time_s = o->min_time;
     s.progress = tty;
     const auto log = [&s](const std::string& line) {
       s.status("");
@@ -172,6 +178,8 @@ void add(CLI::App& app, Mode mode) {
     doc["run"] = *s.run;
     int code = r.ok ? 0 : 1;
     if (r.ok && o->rounds > 0) {
+      for (const agents::Attempt& a : r.attempts)
+        if (a.outcome == "correct" && a.track != r.best_track) eo.more_seeds.emplace_back(a.track, a.knobs);
       evolved = evolve::evolve(s, o->file, r.best_track, r.best_knobs, eo);
       const json& after = evolved->ok ? evolved->evaluation : r.best;
       doc["evolution"] = {{"run", evolved->run},

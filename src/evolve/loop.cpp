@@ -14,6 +14,7 @@
 #include "evolve/strategies.h"
 #include "profile/profile.h"
 #include "skills/skill.h"
+#include "tracks/regimes/regimes.h"
 
 namespace cake::evolve {
 
@@ -49,13 +50,42 @@ std::vector<Variant> load(store::Store& db, int64_t run) {
   return out;
 }
 
+bool is_composite(const std::string& track) {
+  return track == tracks::kRegimesTrack;
+}
+
+// The artifact of a variant: its track's lowering, or for a shape-regime composite both parts' lowerings.
+tracks::Artifact artifact_of(skills::Session& s, const CheckedContract& c, const std::string& track,
+                             const json& knobs) {
+  const auto lower = [&](const std::string& name, const json& k) {
+    const tracks::Track* t = tracks::find_track(name);
+    if (!t) throw Error("evolve: unknown track '" + name + "'");
+    return t->lower(c, s.machine, tracks::Knobs::from_json(k));
+  };
+  if (!is_composite(track)) return lower(track, knobs);
+  const tracks::RegimesParts p = tracks::regimes_parts(tracks::Knobs::from_json(knobs));
+  return tracks::compose_regimes(lower(p.small_track, p.small_knobs), lower(p.large_track, p.large_knobs),
+                                 p.below_io_bytes);
+}
+
 // The resolved knobs (as stored) and the hash of the source they lower to.
 std::pair<std::string, std::string> identity(skills::Session& s, const CheckedContract& c,
                                              const std::string& track, const json& knobs) {
-  const tracks::Track* t = tracks::find_track(track);
-  if (!t) throw Error("evolve: unknown track '" + track + "'");
-  const tracks::Artifact a = t->lower(c, s.machine, tracks::Knobs::from_json(knobs));
+  const tracks::Artifact a = artifact_of(s, c, track, knobs);
   return {a.knobs.to_json().dump(), build::artifact_hash(a)};
+}
+
+// Lowers and builds a variant as a recorded candidate: through the lower skill (traced) for a track's
+// variant, directly for a composite (no skill lowers those). The lower skill's output shape either way.
+json lower_variant(skills::Session& s, const std::string& file, const std::string& track, const json& knobs) {
+  if (!is_composite(track))
+    return skills::call(s, "lower", {{"contract", file}, {"track", track}, {"knobs", knobs}});
+  const CheckedContract& c = s.contract(file);
+  const skills::Built& b = s.remember(skills::build_candidate(s, c, artifact_of(s, c, track, knobs)));
+  return {{"ok", true},
+          {"candidate", b.candidate},
+          {"library", b.build.ok() ? b.build.library.string() : ""},
+          {"build", {{"status", build::status_name(b.build.status)}, {"failure", b.build.failure}}}};
 }
 
 void plan(store::Store& db, int64_t run, int round, const std::string& track,
@@ -74,8 +104,7 @@ void plan(store::Store& db, int64_t run, int round, const std::string& track,
 void measure(skills::Session& s, const std::string& file, Variant& v) {
   s.db.exec("BEGIN IMMEDIATE");
   try {
-    const json low = skills::call(
-        s, "lower", {{"contract", file}, {"track", v.track}, {"knobs", json::parse(v.knobs_key)}});
+    const json low = lower_variant(s, file, v.track, json::parse(v.knobs_key));
     int64_t candidate = 0;
     int passed = 0, total = 0;
     if (!low["ok"].get<bool>() || low["build"]["status"] != "ok") {
@@ -111,11 +140,18 @@ void measure(skills::Session& s, const std::string& file, Variant& v) {
   }
 }
 
+// The fitness: the mean roofline efficiency over the cases (every case counts alike, as in the score and
+// the stop test), then the total time.
+bool fitter(const Variant& a, const Variant& b) {
+  if (a.efficiency != b.efficiency) return a.efficiency > b.efficiency;
+  return a.total_s < b.total_s;
+}
+
 struct Tiers {
   std::vector<const Variant*> good, medium, poor;
 };
 
-// Correct variants by total time in thirds (Good, Medium, the rest Poor); failed ones are Poor.
+// Correct variants by fitness in thirds (Good, Medium, the rest Poor); failed ones are Poor.
 Tiers tier(const std::vector<Variant>& all) {
   std::vector<const Variant*> ok;
   Tiers t;
@@ -126,7 +162,7 @@ Tiers tier(const std::vector<Variant>& all) {
       t.poor.push_back(&v);
     }
   }
-  std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return a->total_s < b->total_s; });
+  std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return fitter(*a, *b); });
   const size_t third = (ok.size() + 2) / 3;
   for (size_t i = 0; i < ok.size(); ++i)
     (i < third ? t.good : i < 2 * third ? t.medium : t.poor).push_back(ok[i]);
@@ -136,19 +172,54 @@ Tiers tier(const std::vector<Variant>& all) {
 const Variant* best_of(const std::vector<Variant>& all, int up_to_round) {
   const Variant* best = nullptr;
   for (const Variant& v : all)
-    if (v.round <= up_to_round && v.correct() && (!best || v.total_s < best->total_s)) best = &v;
+    if (v.round <= up_to_round && v.correct() && (!best || fitter(v, *best))) best = &v;
   return best;
 }
 
+// A parent from the tiers (60 / 30 / 10; an empty tier passes its share on). Composites are not parents:
+// their moves are new splits of their parts, planned by plan_composite.
 const Variant* sample_parent(const Tiers& t, std::mt19937_64& rng) {
   const double u = std::uniform_real_distribution<double>(0, 1)(rng);
   const std::vector<const Variant*>* order[3] = {&t.good, &t.medium, &t.poor};
   int first = u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
   for (int k = 0; k < 3; ++k) {
-    const auto& tier = *order[(first + k) % 3];
+    std::vector<const Variant*> tier;
+    for (const Variant* v : *order[(first + k) % 3])
+      if (!is_composite(v->track)) tier.push_back(v);
     if (!tier.empty()) return tier[std::uniform_int_distribution<size_t>(0, tier.size() - 1)(rng)];
   }
   return nullptr;
+}
+
+// Class H across variants: the fittest single-track variant split by case size with the correct variant
+// that best complements it (tracks::best_split over their measured cases), when the split predicts a mean
+// efficiency at least min_gain above the fittest variant's. Returns the composite's knobs and strategy.
+std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Variant>& all, double min_gain) {
+  const Variant* base = nullptr;
+  for (const Variant& v : all)
+    if (v.correct() && !is_composite(v.track) && (!base || fitter(v, *base))) base = &v;
+  if (!base) return std::nullopt;
+  const Variant* mate = nullptr;
+  std::optional<tracks::RegimeSplit> split;
+  for (const Variant& v : all) {
+    if (&v == base || !v.correct() || is_composite(v.track)) continue;
+    const auto sp = tracks::best_split(v.result.value("cases", json::array()),
+                                       base->result.value("cases", json::array()));
+    if (sp && (!split || sp->efficiency > split->efficiency)) split = sp, mate = &v;
+  }
+  if (!split || split->efficiency <= base->efficiency * (1 + min_gain)) return std::nullopt;
+  const Variant& small = split->a_small ? *mate : *base;
+  const Variant& large = split->a_small ? *base : *mate;
+  const auto part = [](const Variant& v) {
+    return json{{"track", v.track}, {"knobs", json::parse(v.knobs_key)}}.dump();
+  };
+  return std::pair{
+      json{{"small", part(small)},
+           {"large", part(large)},
+           {"below_io_bytes", std::to_string(split->below_io_bytes)}},
+      fmt::format("H: regimes: variant {} below {} I/O bytes ({} cases), variant {} above; "
+                  "predicted efficiency {:.3f}",
+                  small.id, split->below_io_bytes, split->small_cases, large.id, split->efficiency)};
 }
 
 // Plans round r's variants; returns how many were planned.
@@ -163,6 +234,14 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   int planned = 0;
   s.db.exec("BEGIN IMMEDIATE");
   try {
+    if (const auto comp = plan_composite(all, o.composite_gain)) {
+      const auto id = identity(s, c, tracks::kRegimesTrack, comp->first);
+      if (!seen.count(std::string(tracks::kRegimesTrack) + "|" + id.first) && !seen.count(id.second)) {
+        seen.insert(id.second);
+        plan(s.db, run, r, tracks::kRegimesTrack, id, 0, "diverging-shape-regimes -> " + comp->second);
+        ++planned;
+      }
+    }
     for (int i = 0, tries = 0; planned < o.variants && tries < 4 * o.variants; ++tries) {
       const Variant* parent = sample_parent(t, rng);
       if (!parent) break;
@@ -170,7 +249,9 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
       const std::vector<char> classes = classes_for(sig.bottleneck);
       bool placed = false;
       for (size_t k = 0; k < classes.size() && !placed; ++k) {
-        const char cls = classes[(size_t(i) + k) % classes.size()];
+        // The round rotates the first class too, so every class of the signature gets its turn even when
+        // a round has fewer variants than the signature has classes.
+        const char cls = classes[(size_t(i) + size_t(r) + k) % classes.size()];
         const json opt = skills::call(s, "optimize",
                                       {{"contract", file},
                                        {"track", parent->track},
@@ -285,8 +366,8 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
       write_round(s.db, run, sum, nullptr, res.stop_reason);
       break;
     }
-    if (r > 0) no_gain = prev_best - sum.best_s > o.min_gain * prev_best ? 0 : no_gain + 1;
-    prev_best = sum.best_s;
+    if (r > 0) no_gain = sum.efficiency - prev_best > o.min_gain * prev_best ? 0 : no_gain + 1;
+    prev_best = sum.efficiency;
     log(fmt::format("{} round {}: best {:.4g} s, efficiency {:.3f}, tiers {}/{}/{}{}", op, r, sum.best_s,
                     sum.efficiency, sum.good, sum.medium, sum.poor,
                     sum.signature.empty() ? "" : ", signature " + sum.signature));
@@ -310,8 +391,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     res.why = res.stop_reason;
     return res;
   }
-  const json low = skills::call(
-      s, "lower", {{"contract", file}, {"track", best->track}, {"knobs", json::parse(best->knobs_key)}});
+  const json low = lower_variant(s, file, best->track, json::parse(best->knobs_key));
   if (!low["ok"].get<bool>() || low["library"].get<std::string>().empty()) {
     res.why = "the best variant no longer builds";
     return res;
@@ -330,7 +410,17 @@ EvolveResult evolve(skills::Session& s, const std::string& file, const std::stri
                     const EvolveOptions& o) {
   const CheckedContract& c = s.contract(file);
   const int64_t run = s.begin_run("evolve", c);
-  plan(s.db, run, 0, track, identity(s, c, track, knobs), 0, "seed");
+  std::set<std::string> planned;
+  const auto seed = [&](const std::string& t, const json& k) {
+    const auto id = identity(s, c, t, k);
+    if (planned.insert(t + "|" + id.first).second && planned.insert(id.second).second)
+      plan(s.db, run, 0, t, id, 0, "seed");
+  };
+  seed(track, knobs);
+  for (const auto& [t, k] : o.more_seeds) {
+    const tracks::Track* tr = tracks::find_track(t);
+    if (tr && tr->feasible(c, s.machine).ok) seed(t, k);
+  }
   return run_rounds(s, file, run, o);
 }
 

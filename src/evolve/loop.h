@@ -2,9 +2,10 @@
 // from the tiers Good / Medium / Poor (60 / 30 / 10), reads each parent's bottleneck signature, assigns a
 // strategy class by signature and asks the optimize skill for a one-knob move of that class; the round's
 // variants are planned (written to the store) before any is built, then each is lowered and judged with
-// timing in one transaction with its result. The best-so-far is the fastest variant that passes every case,
-// so a regression never loses it. Stop at efficiency >= 0.95, at no gain above 0.1% in 5 rounds, when no
-// move is left, or at the round budget. A killed run resumes (resume()) with nothing lost or measured twice.
+// timing in one transaction with its result. The best-so-far is the variant with the highest mean roofline
+// efficiency over the cases that passes every case, so a regression never loses it. Stop at efficiency >=
+// 0.95, at no gain above 0.1% in 5 rounds, when no move is left, or at the round budget. A killed run resumes
+// (resume()) with nothing lost or measured twice.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,13 @@ struct EvolveOptions {
   double stop_efficiency = 0.95;
   int patience = 5;  // rounds without a gain above min_gain before stopping
   double min_gain = 0.001;
+  // A shape-regime composite of two variants is planned (one per round, besides the knob moves) when its
+  // split predicts a mean efficiency this much (relative) above the fittest single variant's.
+  double composite_gain = 0.02;
   uint64_t seed = 1;  // of the parent and move sampling (the plan of a round is deterministic)
+  // More round-0 seeds besides the starting kernel: other correct kernels (other tracks) generation found,
+  // as (track, knobs). Their variants compete in the same tiers, so the search can cross tracks.
+  std::vector<std::pair<std::string, nlohmann::json>> more_seeds;
   std::function<void(const std::string&)> log;  // one line per variant and per round
 };
 

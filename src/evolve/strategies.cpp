@@ -12,7 +12,7 @@ const std::vector<std::string>& class_knobs(char cls) {
         "nv", "unroll", "vectorize", "gemm", "wg", "ipw", "reduce_wg", "reduce_min", "local_reduce"}},
       {'F', {"stages", "fusion"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},
-      {'H', {"parallel", "task_rows", "threads", "parallel_min_work"}},
+      {'H', {"parallel", "task_rows", "threads", "parallel_min_work", "serial_below"}},
   };
   static const std::vector<std::string> kNone;
   auto it = kClasses.find(cls);
@@ -32,7 +32,7 @@ std::vector<char> classes_for(Bottleneck b) {
     case Bottleneck::InstructionBound:
       return {'A', 'P', 'F'};
     case Bottleneck::DivergingShapeRegimes:
-      return {'H', 'P', 'F'};
+      return {'H', 'P', 'F', 'A'};
   }
   return {'P'};
 }

@@ -124,15 +124,20 @@ const Built* Session::built(int64_t candidate) const {
 
 Built lower_and_build(Session& s, const CheckedContract& c, const tracks::Track& track,
                       const tracks::Knobs& knobs, std::optional<int64_t> parent) {
+  return build_candidate(s, c, track.lower(c, s.machine, knobs), parent);
+}
+
+Built build_candidate(Session& s, const CheckedContract& c, tracks::Artifact artifact,
+                      std::optional<int64_t> parent) {
   Built out;
-  out.artifact = track.lower(c, s.machine, knobs);
-  s.status(fmt::format("{}: building {} {}", c.contract.name, track.name(), out.artifact.knobs.str()));
+  out.artifact = std::move(artifact);
+  s.status(fmt::format("{}: building {} {}", c.contract.name, out.artifact.track, out.artifact.knobs.str()));
   out.build = build::build(out.artifact);
   auto ins = s.db.prepare(
       "INSERT INTO candidates(run_id, track, knobs_json, source_hash, artifact_path, parent_id) "
       "VALUES (?, ?, ?, ?, ?, ?)");
   if (s.run) ins.bind(1, *s.run);
-  ins.bind(2, std::string(track.name()))
+  ins.bind(2, out.artifact.track)
       .bind(3, out.artifact.knobs.to_json().dump())
       .bind(4, out.build.hash)
       .bind(5, out.build.directory.string());
@@ -227,6 +232,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
                            {"gate", gate_reason},
                            {"flops", cost.flops},
                            {"bytes", cost.bytes_read + cost.bytes_written},
+                           {"io_bytes", cases::case_bytes(c, k)},
                            {"verdict", eval::verdict_name(run.verdict)},
                            {"detail", run.detail},
                            {"t_cand_s", t_cand},

@@ -79,9 +79,14 @@ struct Session {
 Built lower_and_build(Session& s, const CheckedContract& c, const tracks::Track& track,
                       const tracks::Knobs& knobs, std::optional<int64_t> parent = {});
 
+// Builds an artifact lowered elsewhere (a shape-regime composite) and records it as a candidate the same way.
+Built build_candidate(Session& s, const CheckedContract& c, tracks::Artifact artifact,
+                      std::optional<int64_t> parent = {});
+
 struct Judgement {
   // The JSON of `cake bench` for one operator: name, level, track, build, cases (id, describe, dtype,
-  // verdict, detail, mere, mare, flops, bytes, t_cand_s, t_base_s, t_floor_s, baseline_note), score,
+  // verdict, detail, mere, mare, flops, bytes (compulsory traffic), io_bytes (inputs and outputs, as a
+  // kernel sees them), t_cand_s, t_base_s, t_floor_s, baseline_note), score,
   // passed, total, total_s (the timed cases' T_cand summed), mean_hap, mean_efficiency,
   // speedup_over_baseline.
   nlohmann::json op;

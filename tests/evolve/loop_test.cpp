@@ -51,7 +51,7 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   EXPECT_EQ(r.stop_reason, "round budget (2)");
   ASSERT_EQ(r.rounds.size(), 3u);
   for (size_t i = 1; i < r.rounds.size(); ++i) {
-    EXPECT_LE(r.rounds[i].best_s, r.rounds[i - 1].best_s) << "round " << i;
+    EXPECT_GE(r.rounds[i].efficiency, r.rounds[i - 1].efficiency) << "round " << i;
     EXPECT_EQ(r.rounds[i].strategies.size(), 2u);
     EXPECT_EQ(r.rounds[i].good + r.rounds[i].medium + r.rounds[i].poor, int(1 + 2 * i));
   }
