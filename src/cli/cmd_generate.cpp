@@ -187,6 +187,7 @@ void add(CLI::App& app, Mode mode) {
                           {"stop_reason", evolved->stop_reason},
                           {"track", evolved->track},
                           {"knobs", evolved->knobs},
+                          {"library", evolved->library},
                           {"before",
                            {{"total_s", r.best.value("total_s", 0.0)},
                             {"mean_efficiency", r.best["mean_efficiency"]},

@@ -179,9 +179,10 @@ MachineInfo machine_from_json(const json& j) {
   set_peaks(m, peaks_from_json(field<json>(j, "peaks")));
   m.peaks_cached = field_or<bool>(j, "peaks_cached", false);
   m.cache_file = field_or<std::string>(j, "cache_file", "");
-  for (const json& l : field<json>(j, "lanes"))
+  for (const json& l : field<json>(j, "lanes")) {
     m.lanes.push_back(
         Lane{field<std::string>(l, "name"), field<bool>(l, "admitted"), field<std::string>(l, "detail")});
+  }
   return m;
 }
 

@@ -351,9 +351,10 @@ Peaks measure_peaks(const Progress& progress) {
   const FmaKernel k = pick_fma_kernel();
   p.fma_isa = k.isa;
 
-  if (progress)
+  if (progress) {
     progress("memory bandwidth (STREAM triad, f64, 3 x " + std::to_string(p.triad_array_bytes >> 20) +
              " MiB)");
+  }
   {
     TriadArrays arrays(p.triad_array_bytes, p.threads);
     // Two passes over both thread counts, keeping the best: bandwidth drifts on shared machines.
@@ -365,11 +366,13 @@ Peaks measure_peaks(const Progress& progress) {
   // A quarter of L2 in all (within L2 whatever its associativity, and far above L1).
   const Caches caches = detect_caches();
   p.cache_triad_bytes = std::max<int64_t>(caches.l2_bytes > 0 ? caches.l2_bytes / 4 : 0, 96 << 10);
-  if (progress)
+  if (progress) {
     progress("cache-resident bandwidth (triad, " + std::to_string(p.cache_triad_bytes >> 10) + " KiB)");
-  for (int pass = 0; pass < 2; ++pass)
+  }
+  for (int pass = 0; pass < 2; ++pass) {
     p.cache_bandwidth_gbs_1t =
         std::max(p.cache_bandwidth_gbs_1t, measure_cache_triad_gbs(p.cache_triad_bytes));
+  }
   if (progress) progress(std::string("FP32 FMA peak (") + k.isa + ")");
   // At least two passes; up to four while the all-core figure has not reached 1.5x one thread (then a
   // sibling core was probably busy with other work) and the whole set is still short. Only more samples

@@ -315,8 +315,12 @@ std::string Lowering::emit_statement_body(int si, int prefix, const std::string&
     const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
     std::string& dst = k == s.n_domain - 1 ? inner_head : outer;
     if (k == s.n_domain - 1) {
-      if (o_.unroll > 1) dst += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
-      if (inner_simd) dst += ind + "#pragma omp simd\n";
+      // GCC takes one loop pragma: `omp simd` wins, and unroll applies to loops it does not vectorize.
+      if (inner_simd) {
+        dst += ind + "#pragma omp simd\n";
+      } else if (o_.unroll > 1) {
+        dst += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
+      }
     }
     dst += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
                        emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);

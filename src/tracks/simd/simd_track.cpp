@@ -74,7 +74,7 @@ class SimdTrack final : public Track {
                  "type of float expressions");
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
     k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
-    k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops (1: the compiler decides)");
+    k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
