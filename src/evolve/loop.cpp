@@ -222,6 +222,16 @@ std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Var
                   small.id, split->below_io_bytes, split->small_cases, large.id, split->efficiency)};
 }
 
+// Evolution asks class A for speed: a move to a wider type ("f64", or f64_elementwise "true") only costs
+// time, and precision repairs are the debug skill's job, so only moves away from those are kept.
+bool faster(const json& parent, const json& moved) {
+  for (const auto& [name, value] : moved.items()) {
+    if (parent.contains(name) && parent[name] == value) continue;
+    if (value == "f64" || (name == "f64_elementwise" && value == "true")) return false;
+  }
+  return true;
+}
+
 // Plans round r's variants; returns how many were planned.
 int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
                const std::vector<Variant>& all, const EvolveOptions& o) {
@@ -259,8 +269,11 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
                                        {"knobs_only", class_knobs(cls)}});
         if (!opt["ok"].get<bool>()) continue;
         std::vector<const json*> fresh;
+        const json parent_knobs = json::parse(parent->knobs_key);
         for (const json& v : opt["variants"])
-          if (!seen.count(parent->track + "|" + v["knobs"].dump())) fresh.push_back(&v);
+          if (!seen.count(parent->track + "|" + v["knobs"].dump()) &&
+              (cls != 'A' || faster(parent_knobs, v["knobs"])))
+            fresh.push_back(&v);
         std::shuffle(fresh.begin(), fresh.end(), rng);
         for (const json* pick : fresh) {
           const auto id = identity(s, c, parent->track, (*pick)["knobs"]);
