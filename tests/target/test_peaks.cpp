@@ -266,6 +266,9 @@ TEST(Peaks, MeasurePeaksIsCompleteAndQuick) {
   EXPECT_GT(p.bandwidth_gbs, 0);
   EXPECT_GT(p.fma_gflops_1t, 0);
   EXPECT_GT(p.fma_gflops, 0);
+  // Arrays that fit in L2 stream faster than DRAM: several times here; 1.5x leaves room for a busy machine.
+  EXPECT_GT(p.cache_triad_bytes, 0);
+  EXPECT_GT(p.cache_bandwidth_gbs_1t, 1.5 * p.bandwidth_gbs_1t);
   EXPECT_FALSE(p.measured_at.empty());
   EXPECT_LT(took, 3.0);  // designed for well under ~1.5 s; generous for a loaded machine
 }
