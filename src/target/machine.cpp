@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -76,20 +78,28 @@ std::string cache_key(const std::string& model, int cores) {
   return model + "|" + std::to_string(cores);
 }
 
+namespace {
+// The ISA flags by name, in the order the doctor prints them.
+std::vector<std::pair<const char*, bool>> isa_flags(const Isa& i) {
+  return {{"sse4.2", i.sse42},
+          {"avx", i.avx},
+          {"avx2", i.avx2},
+          {"fma", i.fma},
+          {"avx512f", i.avx512f},
+          {"avx512bw", i.avx512bw},
+          {"avx512vl", i.avx512vl},
+          {"avx512dq", i.avx512dq},
+          {"avx512vnni", i.avx512vnni},
+          {"avx512bf16", i.avx512bf16},
+          {"avx512fp16", i.avx512fp16},
+          {"amx", i.amx}};
+}
+}  // namespace
+
 json to_json(const Isa& i) {
-  return json{{"level", i.level()},
-              {"sse4.2", i.sse42},
-              {"avx", i.avx},
-              {"avx2", i.avx2},
-              {"fma", i.fma},
-              {"avx512f", i.avx512f},
-              {"avx512bw", i.avx512bw},
-              {"avx512vl", i.avx512vl},
-              {"avx512dq", i.avx512dq},
-              {"avx512vnni", i.avx512vnni},
-              {"avx512bf16", i.avx512bf16},
-              {"avx512fp16", i.avx512fp16},
-              {"amx", i.amx}};
+  json j{{"level", i.level()}};
+  for (const auto& [name, on] : isa_flags(i)) j[name] = on;
+  return j;
 }
 
 json to_json(const Caches& c) {
@@ -230,18 +240,7 @@ MachineInfo describe_machine(bool refresh, const Progress& progress) {
 std::string to_text(const MachineInfo& m) {
   std::ostringstream o;
   const Isa& i = m.isa;
-  const std::pair<const char*, bool> flags[] = {{"sse4.2", i.sse42},
-                                                {"avx", i.avx},
-                                                {"avx2", i.avx2},
-                                                {"fma", i.fma},
-                                                {"avx512f", i.avx512f},
-                                                {"avx512bw", i.avx512bw},
-                                                {"avx512vl", i.avx512vl},
-                                                {"avx512dq", i.avx512dq},
-                                                {"avx512vnni", i.avx512vnni},
-                                                {"avx512bf16", i.avx512bf16},
-                                                {"avx512fp16", i.avx512fp16},
-                                                {"amx", i.amx}};
+  const auto flags = isa_flags(i);
   std::string have, lack;
   for (const auto& [name, on] : flags) {
     std::string& s = on ? have : lack;
