@@ -84,7 +84,9 @@ class SimdTrack final : public Track {
     k.add_int("threads", threads, 0, "OpenMP threads (0: all usable cores)");
     k.add_int("parallel_min_work", {0, 4096, 32768, 262144}, 32768,
               "points below which a loop nest runs serially");
-    k.add_int("serial_below", {0, 4096, 65536, 1048576}, 0,
+    // 4096 I/O elements: below that no nest reaches the parallel_min_work default anyway, so the serial copy
+  // only drops the cost of entering OpenMP regions.
+  k.add_int("serial_below", {0, 4096, 65536, 1048576}, 4096,
               "shape-regime dispatch: below this many input and output elements a copy of the kernel with no "
               "OpenMP region runs (0: off)");
     (void)c;
