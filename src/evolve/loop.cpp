@@ -232,6 +232,15 @@ bool faster(const json& parent, const json& moved) {
   return true;
 }
 
+// A kernel may not take more threads than the run was given (--threads): a `threads` knob above it would
+// buy its speed with cores the floor, the baseline and the user do not have.
+bool within_threads(const json& knobs, int threads) {
+  const auto it = knobs.find("threads");
+  if (it == knobs.end() || !it->is_string()) return true;
+  const std::string& v = it->get_ref<const std::string&>();
+  return v == "0" || std::atoll(v.c_str()) <= threads;  // 0: as many as the run has
+}
+
 // Plans round r's variants; returns how many were planned.
 int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
                const std::vector<Variant>& all, const EvolveOptions& o) {
@@ -271,7 +280,7 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
         std::vector<const json*> fresh;
         const json parent_knobs = json::parse(parent->knobs_key);
         for (const json& v : opt["variants"])
-          if (!seen.count(parent->track + "|" + v["knobs"].dump()) &&
+          if (!seen.count(parent->track + "|" + v["knobs"].dump()) && within_threads(v["knobs"], s.threads) &&
               (cls != 'A' || faster(parent_knobs, v["knobs"])))
             fresh.push_back(&v);
         std::shuffle(fresh.begin(), fresh.end(), rng);

@@ -61,6 +61,13 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   EXPECT_EQ(
       count(db, "SELECT COUNT(*) FROM evolution_rounds WHERE run_id = ? AND stop_reason IS NOT NULL", r.run),
       1);
+  // The session has one thread: no variant may take more (a `threads` knob of 2 would be a faster kernel
+  // only by using a core the floor and the baseline do not get).
+  EXPECT_EQ(count(db,
+                  "SELECT COUNT(*) FROM evolution_variants WHERE run_id = ? AND "
+                  "COALESCE(json_extract(knobs_json, '$.threads'), '0') NOT IN ('0', '1')",
+                  r.run),
+            0);
   EXPECT_TRUE(fs::exists(r.library));
   EXPECT_EQ(evolve::curve(r).size(), 3u);
   EXPECT_FALSE(evolve::unfinished_run(db, s.contract(kVariance).hash)) << "a stopped run is not resumable";
