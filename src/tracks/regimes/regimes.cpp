@@ -52,8 +52,9 @@ cake_run_fn load(const unsigned char* begin, const unsigned char* end, const cha
   }}
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  // The descriptor stays open: closed, the next variant's memfd would get the same number and so the same
+  // path, and dlopen would hand back the library already loaded under that name.
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd);  // the mapping keeps the file alive
   return h ? reinterpret_cast<cake_run_fn>(dlsym(h, "cake_run")) : nullptr;
 }}
 

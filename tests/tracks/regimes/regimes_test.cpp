@@ -89,5 +89,42 @@ TEST(Compose, ASimdAndHalideCompositePassesTheGateInBothRegimes) {
     EXPECT_TRUE(o.pass) << o.str();
 }
 
+// A variant that refuses every call with CAKE_ERR_DEVICE: whichever regime it holds must fail, the other
+// must pass, so the dispatch is seen to send each case where the threshold says.
+Artifact refusing(const Artifact& like) {
+  Artifact a;
+  a.track = "refusing";
+  a.op = like.op;
+  a.contract_hash = like.contract_hash;
+  a.main_file = "kernel.cpp";
+  a.files.push_back({"kernel.cpp",
+                     "extern \"C\" __attribute__((visibility(\"default\"))) int cake_run(const void*, int, void*, "
+                     "int, const double*, int) { return 7; }\n"});
+  a.steps.push_back({{"g++", "-O1", "-fPIC", "-shared", "kernel.cpp", "-o", "kernel.so"}, "compile"});
+  return a;
+}
+
+TEST(Compose, EachCaseRunsTheVariantOfItsRegime) {
+  const CheckedContract c =
+      load_and_check((std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "softmax.yaml").string());
+  const target::MachineInfo m = target::describe_machine();
+  const Artifact good = find_track("simd")->lower(c, m, {});
+  const Artifact bad = refusing(good);
+  const int64_t below = 1 << 16;
+  for (const bool good_small : {true, false}) {
+    const Artifact comp = good_small ? compose_regimes(good, bad, below) : compose_regimes(bad, good, below);
+    const build::BuildResult r = build::build(comp);
+    ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+    const build::Kernel k(r.library);
+    const std::vector<cases::Case> ks = cases::make_cases(c, cases::Set::Standard);
+    const std::vector<eval::CaseOutcome> out = eval::check_kernel(k, c, cases::Set::Standard);
+    ASSERT_EQ(out.size(), ks.size());
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const bool small = cases::case_bytes(c, ks[i]) < double(below);
+      EXPECT_EQ(out[i].pass, small == good_small) << ks[i].describe() << ": " << out[i].str();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cake::tracks
