@@ -10,6 +10,9 @@
 #include <set>
 
 #include "build/build_service.h"
+#include "cases/cases.h"
+#include "contract/contract.h"
+#include "eval/sandbox.h"
 #include "evolve/signature.h"
 #include "evolve/strategies.h"
 #include "profile/profile.h"
@@ -99,6 +102,30 @@ void plan(store::Store& db, int64_t run, int round, const std::string& track,
   ins.bind(7, strategy).step();
 }
 
+// Validation cases: drawn by the hidden set's rules but from another seed (never the hidden cases), at most
+// this many. A variant that passes the standard cases must pass these too, untimed, before it counts as
+// correct, so a move that trades precision (class A) cannot fit the twenty standard cases alone.
+constexpr int kValidationCases = 12;
+
+std::string validate(skills::Session& s, const std::string& file, const std::string& library) {
+  CheckedContract v = load_and_check(file);
+  v.contract.hidden.seed = v.contract.hidden.seed * 1000003u + 0x5eed;
+  v.contract.hidden.count = std::min(v.contract.hidden.count, kValidationCases);
+  eval::SandboxOptions so;
+  so.threads = s.threads;
+  so.wall_seconds = s.case_seconds;
+  for (const cases::Case& k : cases::make_cases(v, cases::Set::Hidden)) {
+    s.status(fmt::format("{}: validation case {}", v.contract.name, k.describe()));
+    const eval::CaseRun run = eval::run_sandboxed(library, file, k, so);
+    if (run.verdict != eval::Verdict::Pass) {
+      return fmt::format("validation case {}: {}{}", k.describe(), eval::verdict_name(run.verdict),
+                         run.detail.empty() ? "" : " (" + run.detail + ")");
+    }
+  }
+  s.status("");
+  return "";
+}
+
 // Lowers and judges one planned variant; its measurements and its result commit together, so a kill
 // leaves it planned and unmeasured.
 void measure(skills::Session& s, const std::string& file, Variant& v) {
@@ -118,6 +145,12 @@ void measure(skills::Session& s, const std::string& file, Variant& v) {
       passed = v.result.value("passed", 0);
       total = v.result.value("total", 0);
       v.status = v.result["ok"].get<bool>() && total > 0 && passed == total ? "measured" : "failed";
+      if (v.status == "measured") {
+        if (const std::string why = validate(s, file, low["library"]); !why.empty()) {
+          v.status = "failed";
+          v.result["error"] = why;
+        }
+      }
       v.total_s = v.result.value("total_s", 0.0);
       v.efficiency = v.result.value("mean_efficiency", 0.0);
     }

@@ -73,6 +73,27 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   EXPECT_FALSE(evolve::unfinished_run(db, s.contract(kVariance).hash)) << "a stopped run is not resumable";
 }
 
+TEST_F(EvolveTest, AVariantThatFitsOnlyTheStandardCasesFailsValidation) {
+  store::Store db(path_);
+  skills::Session s(db, target::describe_machine(), 1);
+  s.baseline = false;
+  evolve::EvolveOptions o;
+  o.rounds = 1;
+  o.variants = 1;
+  const std::string file = std::string(CAKE_SOURCE_DIR) + "/tests/evolve/data/variance_small_standard.yaml";
+  const evolve::EvolveResult r =
+      evolve::evolve(s, file, "simd", json{{"compute", "f32"}, {"acc", "f32"}}, o);
+  EXPECT_FALSE(r.ok);
+  auto q = db.prepare(
+      "SELECT status, passed, total, json_extract(result_json, '$.error') FROM evolution_variants WHERE "
+      "run_id = ? AND round = 0");
+  q.bind(1, r.run);
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.column_text(0), "failed");
+  EXPECT_EQ(q.column_int64(1), q.column_int64(2)) << "every standard case passes";
+  EXPECT_EQ(q.column_text(3).rfind("validation case", 0), 0u) << q.column_text(3);
+}
+
 TEST_F(EvolveTest, AKilledRunResumesWithNothingLostOrMeasuredTwice) {
   const std::string store = "--store " + path_.string();
   const std::string args =
