@@ -314,7 +314,8 @@ std::string render_evolution_svg(const json& report) {
     if (const auto e = num(r, "efficiency")) effs.emplace_back(round, *e);
     i += 1;
   }
-  const bool use_time = !times.empty();
+  // Efficiency is Evolution's fitness (it never falls from round to round); time only when it is missing.
+  const bool use_time = effs.empty();
   const auto& pts = use_time ? times : effs;
   if (pts.empty()) return "";
   const Frame f;
