@@ -312,10 +312,11 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
         if (!opt["ok"].get<bool>()) continue;
         std::vector<const json*> fresh;
         const json parent_knobs = json::parse(parent->knobs_key);
-        for (const json& v : opt["variants"])
+        for (const json& v : opt["variants"]) {
           if (!seen.count(parent->track + "|" + v["knobs"].dump()) && within_threads(v["knobs"], s.threads) &&
               (cls != 'A' || faster(parent_knobs, v["knobs"])))
             fresh.push_back(&v);
+        }
         std::shuffle(fresh.begin(), fresh.end(), rng);
         for (const json* pick : fresh) {
           const auto id = identity(s, c, parent->track, (*pick)["knobs"]);
