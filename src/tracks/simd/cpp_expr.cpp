@@ -225,6 +225,10 @@ std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::str
   return a;
 }
 
+namespace {
+constexpr int kShortReduction = 16;  // reductions over fewer elements than this are not vectorized
+}  // namespace
+
 std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::string& ind) {
   std::string r = fresh("r");
   const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
@@ -261,7 +265,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     if (!ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
       pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
   }
-  std::string open, close, inner = ind;
+  std::string open, close, inner = ind, pragma, short_if;
   for (size_t d = 0; d < e.rvars.size(); ++d) {
     const te::ReduceVar& rv = e.rvars[d];
     const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
@@ -277,10 +281,11 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
                        : e.reduce == ReduceOp::Prod ? "*"
                        : e.reduce == ReduceOp::Max  ? "max"
                                                     : "min";
-      open += fmt::format("{}#pragma omp simd reduction({}:{}){}\n", inner, op, r,
-                          (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && !ints
-                              ? fmt::format(" reduction(|:{}_nan)", r)
-                              : "");
+      pragma = fmt::format("{}#pragma omp simd reduction({}:{}){}\n", inner, op, r,
+                           (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && !ints
+                               ? fmt::format(" reduction(|:{}_nan)", r)
+                               : "");
+      short_if = fmt::format("({}) - ({}) < {}", hi, lo, kShortReduction);
     }
     open += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", inner, v, lo, v, hi, v);
     close.insert(0, inner + "}\n");
@@ -322,10 +327,15 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
       break;
     }
   }
-  pre += open;
-  pre += body_pre;
-  pre += step;
-  pre += close;
+  const std::string loop = open + body_pre + step + close;
+  if (vec) {
+    // A vectorized reduction ends in a horizontal combine of its lanes (tens of cycles): a short one runs
+    // as a plain loop instead (rows of a few elements would otherwise pay it per row).
+    pre +=
+        fmt::format("{}if ({}) {{\n{}{}}} else {{\n{}{}{}}}\n", ind, short_if, loop, ind, pragma, loop, ind);
+  } else {
+    pre += loop;
+  }
   if (!arg && !ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
     pre += fmt::format("{}if ({}_nan) {} = NAN;\n", ind, r, r);
   if (arg) return r;
