@@ -35,8 +35,8 @@ struct SourceFile {
 // absolute path, or "./x" for a program an earlier step produced.
 struct BuildStep {
   std::vector<std::string> argv;
-  std::string what;  // "compile", "generate", "link", ...: named in diagnostics and progress
-  std::string dir;   // where it runs, relative to the build directory ("": the build directory itself)
+  std::string what;      // "compile", "generate", "link", ...: named in diagnostics and progress
+  std::string dir = {};  // where it runs, relative to the build directory ("": the build directory itself)
 };
 
 // What lower() returns: readable sources plus the recipe that turns them into `library`, a shared
