@@ -140,4 +140,8 @@ std::vector<SourceFile> prelude_files() {
   return {{"cake_kernel_abi.h", embedded::kernel_abi_h}, {"cake_prelude.h", embedded::cake_prelude_h}};
 }
 
+SourceFile exports_map() {
+  return {"exports.map", "{\n  global: cake_run;\n  local: *;\n};\n"};
+}
+
 }  // namespace cake::tracks

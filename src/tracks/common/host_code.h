@@ -49,6 +49,10 @@ std::string emit_size_expr(const te::Expr& e, const SizeSpelling& spelling);
 // integer casts, shape checks). Plain C99-compatible C++.
 std::vector<SourceFile> prelude_files();
 
+// "exports.map": the linker version script that leaves cake_run the only exported symbol
+// (-Wl,--version-script=exports.map).
+SourceFile exports_map();
+
 // The C type name for a dtype's storage: float, uint16_t (f16 and bf16 bits), int32_t, int64_t, int8_t, bool.
 std::string storage_type(DType t);
 

@@ -110,7 +110,7 @@ Artifact HalideTrack::lower(const CheckedContract& c, const target::MachineInfo&
   a.main_file = "pipeline.cpp";
   a.files.push_back({"pipeline.cpp", halide::pipeline_source(c, o, estimate_sizes(c))});
   a.files.push_back({"wrapper.cpp", halide::wrapper_source(c)});
-  a.files.push_back({"exports.map", "{\n  global: cake_run;\n  local: *;\n};\n"});
+  a.files.push_back(exports_map());
   for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
   a.steps.push_back({{"g++", "-std=c++17", "-O0", "-w", std::string("-I") + kHalideInclude, "pipeline.cpp",
                       "-o", "gen", kHalideLib, "-lpthread", "-ldl"},

@@ -112,7 +112,7 @@ Artifact compose_regimes(const Artifact& small, const Artifact& large, int64_t b
   add_variant(a, small, "small");
   add_variant(a, large, "large");
   a.files.push_back({"dispatch.cpp", dispatcher_source(small, large, below_io_bytes)});
-  a.files.push_back({"exports.map", "{\n  global: cake_run;\n  local: *;\n};\n"});
+  a.files.push_back(exports_map());
   for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
   a.steps.push_back({{"g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-I.", "dispatch.cpp", "-o",
                       "kernel.so", "-Wl,--version-script=exports.map", "-ldl"},
