@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -107,15 +108,21 @@ void plan(store::Store& db, int64_t run, int round, const std::string& track,
 // correct, so a move that trades precision (class A) cannot fit the twenty standard cases alone.
 constexpr int kValidationCases = 12;
 
-std::string validate(skills::Session& s, const std::string& file, const std::string& library) {
+std::vector<cases::Case> validation_cases(const std::string& file) {
   CheckedContract v = load_and_check(file);
   v.contract.hidden.seed = v.contract.hidden.seed * 1000003u + 0x5eed;
   v.contract.hidden.count = std::min(v.contract.hidden.count, kValidationCases);
+  return cases::make_cases(v, cases::Set::Hidden);
+}
+
+// "" when the library passes every validation case, else the first failure.
+std::string validate(skills::Session& s, const std::string& file, const std::vector<cases::Case>& validation,
+                     const std::string& library) {
   eval::SandboxOptions so;
   so.threads = s.threads;
   so.wall_seconds = s.case_seconds;
-  for (const cases::Case& k : cases::make_cases(v, cases::Set::Hidden)) {
-    s.status(fmt::format("{}: validation case {}", v.contract.name, k.describe()));
+  for (const cases::Case& k : validation) {
+    s.status(fmt::format("{}: validation case {}", s.contract(file).contract.name, k.describe()));
     const eval::CaseRun run = eval::run_sandboxed(library, file, k, so);
     if (run.verdict != eval::Verdict::Pass) {
       return fmt::format("validation case {}: {}{}", k.describe(), eval::verdict_name(run.verdict),
@@ -128,7 +135,8 @@ std::string validate(skills::Session& s, const std::string& file, const std::str
 
 // Lowers and judges one planned variant; its measurements and its result commit together, so a kill
 // leaves it planned and unmeasured.
-void measure(skills::Session& s, const std::string& file, Variant& v) {
+void measure(skills::Session& s, const std::string& file, const std::vector<cases::Case>& validation,
+             Variant& v) {
   s.db.exec("BEGIN IMMEDIATE");
   try {
     const json low = lower_variant(s, file, v.track, json::parse(v.knobs_key));
@@ -146,7 +154,7 @@ void measure(skills::Session& s, const std::string& file, Variant& v) {
       total = v.result.value("total", 0);
       v.status = v.result["ok"].get<bool>() && total > 0 && passed == total ? "measured" : "failed";
       if (v.status == "measured") {
-        if (const std::string why = validate(s, file, low["library"]); !why.empty()) {
+        if (const std::string why = validate(s, file, validation, low["library"]); !why.empty()) {
           v.status = "failed";
           v.result["error"] = why;
         }
@@ -209,16 +217,13 @@ const Variant* best_of(const std::vector<Variant>& all, int up_to_round) {
   return best;
 }
 
-// A parent from the tiers (60 / 30 / 10; an empty tier passes its share on). Composites are not parents:
-// their moves are new splits of their parts, planned by plan_composite.
+// A parent from the tiers (60 / 30 / 10; an empty tier passes its share on).
 const Variant* sample_parent(const Tiers& t, std::mt19937_64& rng) {
   const double u = std::uniform_real_distribution<double>(0, 1)(rng);
   const std::vector<const Variant*>* order[3] = {&t.good, &t.medium, &t.poor};
   int first = u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
   for (int k = 0; k < 3; ++k) {
-    std::vector<const Variant*> tier;
-    for (const Variant* v : *order[(first + k) % 3])
-      if (!is_composite(v->track)) tier.push_back(v);
+    const auto& tier = *order[(first + k) % 3];
     if (!tier.empty()) return tier[std::uniform_int_distribution<size_t>(0, tier.size() - 1)(rng)];
   }
   return nullptr;
@@ -281,7 +286,12 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   const profile::Profile prof = profile::profile_of(c);
   std::set<std::string> seen;  // track|knobs and source hashes already in the run
   for (const Variant& v : all) seen.insert(v.track + "|" + v.knobs_key), seen.insert(v.source_hash);
-  const Tiers t = tier(all);
+  // Parents are tiered among the single-track variants: a composite's moves are new splits of its parts,
+  // planned by plan_composite.
+  std::vector<Variant> singles;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(singles),
+               [](const Variant& v) { return !is_composite(v.track); });
+  const Tiers t = tier(singles);
   std::mt19937_64 rng(o.seed * 1000003u + uint64_t(run) * 1009u + uint64_t(r));
   int planned = 0;
   s.db.exec("BEGIN IMMEDIATE");
@@ -389,6 +399,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     if (o.log) o.log(line);
   };
   const std::string op = s.contract(file).contract.name;
+  const std::vector<cases::Case> validation = validation_cases(file);  // the same cases for every variant
   int no_gain = 0;
   double prev_best = 0;
   for (int r = 0;; ++r) {
@@ -406,7 +417,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     }
     for (Variant& v : all) {
       if (v.round != r || v.status != "planned") continue;
-      measure(s, file, v);
+      measure(s, file, validation, v);
       ++res.measured_now;
       log(fmt::format("{} round {}: {} — {}", op, r, v.round ? v.strategy : "seed",
                       v.correct()

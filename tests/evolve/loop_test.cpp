@@ -36,17 +36,25 @@ class EvolveTest : public ::testing::Test {
  protected:
   void SetUp() override { fs::remove(path_); }
   void TearDown() override { fs::remove(path_); }
+  // One thread, no baseline: what every in-process run here uses.
+  static skills::Session session(store::Store& db) {
+    skills::Session s(db, target::describe_machine(), 1);
+    s.baseline = false;
+    return s;
+  }
+  static evolve::EvolveOptions budget(int rounds, int variants) {
+    evolve::EvolveOptions o;
+    o.rounds = rounds;
+    o.variants = variants;
+    return o;
+  }
   fs::path path_ = fs::temp_directory_path() / ("cake-evolve-test-" + std::to_string(::getpid()) + ".db");
 };
 
 TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   store::Store db(path_);
-  skills::Session s(db, target::describe_machine(), 1);
-  s.baseline = false;
-  evolve::EvolveOptions o;
-  o.rounds = 2;
-  o.variants = 2;
-  const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json::object(), o);
+  skills::Session s = session(db);
+  const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json::object(), budget(2, 2));
   ASSERT_TRUE(r.ok) << r.why;
   EXPECT_EQ(r.stop_reason, "round budget (2)");
   ASSERT_EQ(r.rounds.size(), 3u);
@@ -75,14 +83,10 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
 
 TEST_F(EvolveTest, AVariantThatFitsOnlyTheStandardCasesFailsValidation) {
   store::Store db(path_);
-  skills::Session s(db, target::describe_machine(), 1);
-  s.baseline = false;
-  evolve::EvolveOptions o;
-  o.rounds = 1;
-  o.variants = 1;
+  skills::Session s = session(db);
   const std::string file = std::string(CAKE_SOURCE_DIR) + "/tests/evolve/data/variance_small_standard.yaml";
   const evolve::EvolveResult r =
-      evolve::evolve(s, file, "simd", json{{"compute", "f32"}, {"acc", "f32"}}, o);
+      evolve::evolve(s, file, "simd", json{{"compute", "f32"}, {"acc", "f32"}}, budget(1, 1));
   EXPECT_FALSE(r.ok);
   auto q = db.prepare(
       "SELECT status, passed, total, json_extract(result_json, '$.error') FROM evolution_variants WHERE "
