@@ -91,6 +91,12 @@ class Lowering {
   const Stmt& stmt(int i) const { return c_.contract.compute[static_cast<size_t>(i)]; }
   const TensorInfo& tensor(int id) const { return c_.tensors[static_cast<size_t>(id)]; }
   std::string dim(int id, size_t k) const { return emit_size_expr(*tensor(id).dims[k]); }
+  // The product of tensor id's dims from axis `from` on, as a C expression.
+  std::string numel(int id, size_t from = 0) const {
+    std::string n = "INT64_C(1)";
+    for (size_t k = from; k < tensor(id).dims.size(); ++k) n += " * " + dim(id, k);
+    return n;
+  }
   std::string elem_type(int id) const { return tensor(id).elem == te::Type::Float ? real_ : "int64_t"; }
 
   void plan();
@@ -358,13 +364,8 @@ std::string Lowering::emit_accumulate(int si) {
     if (sj == si) break;
     if (stmt(sj).tensor == id) defined_before = true;
   }
-  const std::string numel = [&] {
-    std::string n = "INT64_C(1)";
-    for (size_t k = 0; k < tensor(id).dims.size(); ++k) n += " * " + dim(id, k);
-    return n;
-  }();
   if (!defined_before)
-    out += fmt::format("    std::fill_n(b_{}, {}, ({})0);\n", tensor(id).name, numel, elem_type(id));
+    out += fmt::format("    std::fill_n(b_{}, {}, ({})0);\n", tensor(id).name, numel(id), elem_type(id));
   // A domain variable that indexes the target directly: each thread owns a contiguous range of it (and so
   // a slice of the target), looping over it innermost; the other variables run serially outside it.
   int par = -1;
@@ -627,10 +628,9 @@ std::string Lowering::emit_group(const Group& g) {
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
     if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
-    std::string n = "INT64_C(1)";
-    for (size_t k = static_cast<size_t>(g.prefix); k < tensor(t).dims.size(); ++k) n += " * " + dim(t, k);
     out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(t),
-                       tensor(t).name, elem_type(t), scratch_slot_[static_cast<size_t>(t)], n);
+                       tensor(t).name, elem_type(t), scratch_slot_[static_cast<size_t>(t)],
+                       numel(t, static_cast<size_t>(g.prefix)));
   }
   out += fmt::format("      #pragma omp for{} schedule(static)\n",
                      g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
@@ -706,11 +706,9 @@ std::string Lowering::run(const std::string& header) {
       body += fmt::format("  {}* {} = ({}*)out[{}].data;\n", ty, tensor_id(ti.name), ty, ti.index);
     }
     if (storage_[t] == Storage::Buffer) {
-      std::string n = "INT64_C(1)";
-      for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
       body +=
           fmt::format("  {}* b_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(static_cast<int>(t)),
-                      ti.name, elem_type(static_cast<int>(t)), scratch_slot_[t], n);
+                      ti.name, elem_type(static_cast<int>(t)), scratch_slot_[t], numel(static_cast<int>(t)));
     }
   }
   body += "  (void)err;\n";
@@ -719,8 +717,7 @@ std::string Lowering::run(const std::string& header) {
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorInfo& ti = c_.tensors[t];
     if (ti.role != TensorRole::Output || storage_[t] != Storage::Buffer) continue;
-    std::string n = "INT64_C(1)";
-    for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
+    const std::string n = numel(static_cast<int>(t));
     body += fmt::format(
         "  // {}: from its buffer to the output dtype\n  #pragma omp parallel for simd schedule(static){}{}\n"
         "  for (int64_t i = 0; i < {}; ++i) {}\n",
@@ -745,8 +742,7 @@ std::string Lowering::run(const std::string& header) {
     for (size_t t = 0; t < c_.tensors.size(); ++t) {
       const TensorInfo& ti = c_.tensors[t];
       if (ti.role != TensorRole::Input && ti.role != TensorRole::Output) continue;
-      n += " + INT64_C(1)";
-      for (size_t d = 0; d < ti.dims.size(); ++d) n += " * " + dim(static_cast<int>(t), d);
+      n += " + " + numel(static_cast<int>(t));
     }
     src += fmt::format("  const int64_t io_elements = {};\n", n);
   }
