@@ -3,13 +3,15 @@
 # of timing per case), then Halide's Adams2019 peer judged on the same operator, the seed and the evolved
 # kernel re-measured back to back on the standard set, and the evolved kernel on the hidden set.
 # Usage: scripts/evolve_experiment.sh OUT_DIR op [op...]; then scripts/evolve_report.py OUT_DIR for the table.
+# CAKE=path/to/cake runs another binary (a copy, so that rebuilding the tree does not change a running
+# experiment); STORE=path shares one store between workers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 shift
 mkdir -p "$out"
-cake=./build/src/cli/cake
-db=$out/evo.db
+cake=${CAKE:-./build/src/cli/cake}
+db=${STORE:-$out/evo.db}
 for op in "$@"; do
   start=$(date +%s)
   $cake evolve bench/ops/$op.yaml --rounds 20 --variants 3 --threads 1 --min-time 0.05 --store "$db" --json \
