@@ -1,9 +1,11 @@
-// `cake bench [--suite DIR] [--set standard|hidden] [--ops a,b] [--track T[,T...]|all] [--json]
+// `cake bench [--suite DIR] [--set standard|hidden] [--ops a,b] [--track T[,T...]|all | --evolved] [--json]
 // [--no-baseline]`: CAKE-Bench over a suite. Per operator: time the libtorch baseline once (every case, same
 // threads); per track: lower with its default knobs, build, run every case of the set in the sandbox with
 // timing, compute the roofline floor, HAP and the score. Prints a row per (operator, track) and a level table
 // per track; records the run, the candidate and every measurement in the store, and each (operator, track)
-// score as a router outcome (L3), refitting the router's abilities at the end.
+// score as a router outcome (L3), refitting the router's abilities at the end. With --evolved, each
+// operator's kernel is instead the best of its latest finished `cake evolve` run in the store (no router
+// outcome).
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "contract/contract.h"
 #include "core/error.h"
 #include "eval/score.h"
+#include "evolve/loop.h"
 #include "profile/profile.h"
 #include "router/gate.h"
 #include "router/record.h"
@@ -31,31 +34,54 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One track's default-knob kernel on one operator, or why the track cannot lower it.
+// One row: a track's default-knob kernel (or the evolved kernel) on one operator, or why there is none.
 struct TrackRun {
   nlohmann::json op;
   eval::OperatorResult result;
   bool feasible = false;
 };
 
-TrackRun bench_track(skills::Session& s, const CheckedContract& c, const std::string& file,
-                     const tracks::Track& track, cases::Set set) {
+TrackRun not_run(const CheckedContract& c, const std::string& file, const std::string& track,
+                 const std::string& why) {
   TrackRun t;
   t.result = {c.contract.level, 0, 0, 0};
-  if (const tracks::Feasibility f = track.feasible(c, s.machine); !f.ok) {
-    t.op = {{"file", file},
-            {"name", c.contract.name},
-            {"level", c.contract.level},
-            {"track", std::string(track.name())},
-            {"infeasible", f.reason},
-            {"score", 0},
-            {"passed", 0},
-            {"total", 0},
-            {"mean_hap", 0},
-            {"mean_efficiency", 0},
-            {"speedup_over_baseline", 0}};
-    return t;
-  }
+  t.op = {{"file", file},
+          {"name", c.contract.name},
+          {"level", c.contract.level},
+          {"track", track},
+          {"infeasible", why},
+          {"score", 0},
+          {"passed", 0},
+          {"total", 0},
+          {"mean_hap", 0},
+          {"mean_efficiency", 0},
+          {"speedup_over_baseline", 0}};
+  return t;
+}
+
+// The best kernel of the operator's latest finished evolve run, rebuilt (a build-cache hit when the run's
+// artifacts are still there) and judged; row "evolved", with the run, track and knobs it came from.
+TrackRun bench_evolved(skills::Session& s, const CheckedContract& c, const std::string& file,
+                       cases::Set set) {
+  const std::optional<evolve::Evolved> e = evolve::latest_evolved(s.db, c.hash);
+  if (!e)
+    return not_run(c, file, "evolved", "no finished evolve run in the store (cake evolve " + file + ")");
+  TrackRun t;
+  t.feasible = true;
+  skills::Judgement j = skills::judge(
+      s, c, file, skills::build_candidate(s, c, evolve::variant_artifact(s, c, e->track, e->knobs)), set);
+  t.op = std::move(j.op);
+  t.op["track"] = "evolved";
+  t.op["evolved"] = {{"run", e->run}, {"track", e->track}, {"knobs", e->knobs}};
+  t.result = j.result;
+  return t;
+}
+
+TrackRun bench_track(skills::Session& s, const CheckedContract& c, const std::string& file,
+                     const tracks::Track& track, cases::Set set) {
+  if (const tracks::Feasibility f = track.feasible(c, s.machine); !f.ok)
+    return not_run(c, file, std::string(track.name()), f.reason);
+  TrackRun t;
   t.feasible = true;
   skills::Judgement j = skills::judge(s, c, file, skills::lower_and_build(s, c, track, {}), set);
   t.op = std::move(j.op);
@@ -96,7 +122,7 @@ std::vector<const tracks::Track*> select_tracks(const std::string& spec) {
 void add_bench_command(CLI::App& app) {
   struct Opts {
     std::string suite = "bench/ops", set = "standard", ops, track = "simd";
-    bool json = false, no_baseline = false;
+    bool json = false, no_baseline = false, evolved = false;
     int threads = 0;
     double case_seconds = 120;
   };
@@ -108,6 +134,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--ops", o->ops, "comma-separated operator names (default: every contract in the suite)");
   cmd->add_option("--track", o->track, "tracks whose default-knob kernels are judged: a,b,... or all")
       ->capture_default_str();
+  cmd->add_flag(
+      "--evolved", o->evolved,
+      "judge each operator's evolved kernel (the best of its latest finished cake evolve run in the "
+      "store) instead of the tracks' defaults");
   cmd->add_option("--threads", o->threads, "threads for candidate and baseline (0: all usable cores)");
   cmd->add_option("--case-seconds", o->case_seconds, "wall-clock limit per case")->capture_default_str();
   cmd->add_flag(
@@ -119,7 +149,7 @@ void add_bench_command(CLI::App& app) {
     const cases::Set set = o->set == "hidden" ? cases::Set::Hidden : cases::Set::Standard;
     std::vector<const tracks::Track*> tracks;
     try {
-      tracks = select_tracks(o->track);
+      if (!o->evolved) tracks = select_tracks(o->track);
     } catch (const Error& e) {
       std::fprintf(stderr, "%s\n", e.what());
       return set_exit_code(2);
@@ -145,13 +175,16 @@ void add_bench_command(CLI::App& app) {
     session.progress = tty;
     const eval::MachinePeaks& peaks = session.peaks;
     const router::Key key{router::target_key(m)};
-    const bool record = !o->no_baseline && set == cases::Set::Standard;
+    const bool record = !o->no_baseline && set == cases::Set::Standard && !o->evolved;
+    std::vector<std::string> row_names;  // one row per operator and name: the tracks, or "evolved"
+    for (const tracks::Track* t : tracks) row_names.emplace_back(t->name());
+    if (o->evolved) row_names.emplace_back("evolved");
     nlohmann::json doc{
         {"set", o->set},
         {"tracks", nlohmann::json::array()},
         {"threads", threads},
         {"peaks", {{"fma_gflops", peaks.flops_per_s / 1e9}, {"bandwidth_gbs", peaks.bytes_per_s / 1e9}}}};
-    for (const tracks::Track* t : tracks) doc["tracks"].push_back(t->name());
+    for (const std::string& name : row_names) doc["tracks"].push_back(name);
     doc["operators"] = nlohmann::json::array();
     std::map<std::string, std::vector<eval::OperatorResult>> results;  // per track
     int recorded = 0;
@@ -163,21 +196,21 @@ void add_bench_command(CLI::App& app) {
         const CheckedContract c = load_and_check(file);
         const profile::Profile prof = profile::profile_of(c);
         const int64_t run_id = session.begin_run("bench " + o->set, c);
-        for (const tracks::Track* track : tracks) {
-          TrackRun t = bench_track(session, c, file, *track, set);
-          results[std::string(track->name())].push_back(t.result);
+        for (size_t r = 0; r < row_names.size(); ++r) {
+          const std::string& name = row_names[r];
+          TrackRun t = r < tracks.size() ? bench_track(session, c, file, *tracks[r], set)
+                                         : bench_evolved(session, c, file, set);
+          results[name].push_back(t.result);
           if (record && t.feasible) {
             router::record_outcome(
-                db, key,
-                router::outcome_of(prof, c.contract.name, c.hash, std::string(track->name()), t.result.score),
-                run_id);
+                db, key, router::outcome_of(prof, c.contract.name, c.hash, name, t.result.score), run_id);
             ++recorded;
           }
           if (!o->json)
             std::printf(
                 "%-18s %5d %-7s %3d/%-3d %6.1f %8.3f %8.3f %8.2f%s\n", c.contract.name.c_str(),
-                c.contract.level, std::string(track->name()).c_str(), t.result.passed, t.result.cases,
-                t.result.score, t.op["mean_hap"].get<double>(), t.op["mean_efficiency"].get<double>(),
+                c.contract.level, name.c_str(), t.result.passed, t.result.cases, t.result.score,
+                t.op["mean_hap"].get<double>(), t.op["mean_efficiency"].get<double>(),
                 t.op["speedup_over_baseline"].get<double>(),
                 t.feasible ? "" : ("  (infeasible: " + t.op["infeasible"].get<std::string>() + ")").c_str());
           doc["operators"].push_back(std::move(t.op));
@@ -190,8 +223,7 @@ void add_bench_command(CLI::App& app) {
     doc["levels"] = nlohmann::json::array();
     if (!o->json)
       std::printf("\n%-8s %-7s %9s %10s %10s\n", "level", "track", "operators", "mean score", "pass rate");
-    for (const tracks::Track* track : tracks) {
-      const std::string name(track->name());
+    for (const std::string& name : row_names) {
       for (const eval::LevelSummary& l : eval::summarize_levels(results[name])) {
         doc["levels"].push_back({{"track", name},
                                  {"level", l.level},

@@ -58,24 +58,10 @@ bool is_composite(const std::string& track) {
   return track == tracks::kRegimesTrack;
 }
 
-// The artifact of a variant: its track's lowering, or for a shape-regime composite both parts' lowerings.
-tracks::Artifact artifact_of(skills::Session& s, const CheckedContract& c, const std::string& track,
-                             const json& knobs) {
-  const auto lower = [&](const std::string& name, const json& k) {
-    const tracks::Track* t = tracks::find_track(name);
-    if (!t) throw Error("evolve: unknown track '" + name + "'");
-    return t->lower(c, s.machine, tracks::Knobs::from_json(k));
-  };
-  if (!is_composite(track)) return lower(track, knobs);
-  const tracks::RegimesParts p = tracks::regimes_parts(tracks::Knobs::from_json(knobs));
-  return tracks::compose_regimes(lower(p.small_track, p.small_knobs), lower(p.large_track, p.large_knobs),
-                                 p.below_io_bytes);
-}
-
 // The resolved knobs (as stored) and the hash of the source they lower to.
 std::pair<std::string, std::string> identity(skills::Session& s, const CheckedContract& c,
                                              const std::string& track, const json& knobs) {
-  const tracks::Artifact a = artifact_of(s, c, track, knobs);
+  const tracks::Artifact a = variant_artifact(s, c, track, knobs);
   return {a.knobs.to_json().dump(), build::artifact_hash(a)};
 }
 
@@ -85,7 +71,7 @@ json lower_variant(skills::Session& s, const std::string& file, const std::strin
   if (!is_composite(track))
     return skills::call(s, "lower", {{"contract", file}, {"track", track}, {"knobs", knobs}});
   const CheckedContract& c = s.contract(file);
-  const skills::Built& b = s.remember(skills::build_candidate(s, c, artifact_of(s, c, track, knobs)));
+  const skills::Built& b = s.remember(skills::build_candidate(s, c, variant_artifact(s, c, track, knobs)));
   return {{"ok", true},
           {"candidate", b.candidate},
           {"library", b.build.ok() ? b.build.library.string() : ""},
@@ -473,6 +459,19 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
 
 }  // namespace
 
+tracks::Artifact variant_artifact(skills::Session& s, const CheckedContract& c, const std::string& track,
+                                  const json& knobs) {
+  const auto lower = [&](const std::string& name, const json& k) {
+    const tracks::Track* t = tracks::find_track(name);
+    if (!t) throw Error("evolve: unknown track '" + name + "'");
+    return t->lower(c, s.machine, tracks::Knobs::from_json(k));
+  };
+  if (!is_composite(track)) return lower(track, knobs);
+  const tracks::RegimesParts p = tracks::regimes_parts(tracks::Knobs::from_json(knobs));
+  return tracks::compose_regimes(lower(p.small_track, p.small_knobs), lower(p.large_track, p.large_knobs),
+                                 p.below_io_bytes);
+}
+
 EvolveResult evolve(skills::Session& s, const std::string& file, const std::string& track, const json& knobs,
                     const EvolveOptions& o) {
   const CheckedContract& c = s.contract(file);
@@ -499,6 +498,17 @@ std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contr
   q.bind(1, contract_hash);
   if (!q.step()) return std::nullopt;
   return q.column_int64(0);
+}
+
+std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash) {
+  auto q = db.prepare(
+      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(v.efficiency, 0) FROM evolution_rounds e JOIN "
+      "evolution_variants v ON v.id = e.best_id JOIN runs r ON r.id = e.run_id WHERE r.command = 'evolve' "
+      "AND "
+      "r.contract_hash = ? AND e.stop_reason IS NOT NULL ORDER BY e.run_id DESC, e.round DESC LIMIT 1");
+  q.bind(1, contract_hash);
+  if (!q.step()) return std::nullopt;
+  return Evolved{q.column_int64(0), q.column_text(1), json::parse(q.column_text(2)), q.column_double(3)};
 }
 
 EvolveResult resume(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o) {

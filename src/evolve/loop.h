@@ -64,6 +64,19 @@ EvolveResult evolve(skills::Session& s, const std::string& file, const std::stri
 // The latest evolve run of this contract that has not stopped, if any.
 std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contract_hash);
 
+// The best variant of this contract's latest finished evolve run (the one a stop reason closed).
+struct Evolved {
+  int64_t run = 0;
+  std::string track;  // a track's name, or tracks::kRegimesTrack for a shape-regime composite
+  nlohmann::json knobs;
+  double efficiency = 0;  // its mean roofline efficiency as the run measured it
+};
+std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash);
+
+// A variant's artifact, ready to build: its track's lowering, or for a composite both parts' lowerings.
+tracks::Artifact variant_artifact(skills::Session& s, const CheckedContract& c, const std::string& track,
+                                  const nlohmann::json& knobs);
+
 // Continues run `run` (planned variants first, then the remaining rounds) under the same run id.
 EvolveResult resume(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o = {});
 

@@ -1,6 +1,7 @@
 // `cake run`, `cake generate` and `cake eval` end to end on a four-case contract (no baseline): run writes a
 // package whose kernel `cake eval` judges again; a bounded generate that cannot repair in time fails with the
-// reason; bad arguments are clear errors.
+// reason; `cake bench --evolved` judges the evolved kernel (or says there is none); bad arguments are clear
+// errors.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -57,6 +58,28 @@ TEST_F(GenerateCli, RunDeliversAPackageThatEvalJudgesAgain) {
           " --set hidden --no-timing" + common());
   EXPECT_EQ(e.code, 0) << e.out;
   EXPECT_NE(e.out.find("4 of 4 hidden cases pass"), std::string::npos) << e.out;
+
+  // `cake bench --evolved` judges the kernel that run's evolution ended with.
+  const Result b = run("bench --evolved --set hidden --json --suite " +
+                       fs::path(kVariance).parent_path().string() + " --ops naive_variance" + common());
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto bj = nlohmann::json::parse(b.out);
+  ASSERT_EQ(bj["operators"].size(), 1u);
+  const auto& op = bj["operators"][0];
+  EXPECT_EQ(op["track"], "evolved");
+  EXPECT_EQ(op["evolved"]["run"], j["evolution"]["run"]);
+  EXPECT_EQ(op["evolved"]["track"], j["evolution"]["track"]);
+  EXPECT_EQ(op["passed"], 4) << op.dump();
+}
+
+TEST_F(GenerateCli, BenchEvolvedWithoutAnEvolveRunSaysSo) {
+  const Result b = run("bench --evolved --json --suite " + fs::path(kVariance).parent_path().string() +
+                       " --ops naive_variance" + common());
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto op = nlohmann::json::parse(b.out)["operators"][0];
+  EXPECT_EQ(op["passed"], 0);
+  EXPECT_NE(op["infeasible"].get<std::string>().find("no finished evolve run"), std::string::npos)
+      << op.dump();
 }
 
 TEST_F(GenerateCli, ABoundedGenerateThatCannotRepairFailsWithTheReason) {

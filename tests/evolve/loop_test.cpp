@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "build/build_service.h"
 #include "target/machine.h"
 
 namespace {
@@ -79,6 +80,16 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   EXPECT_TRUE(fs::exists(r.library));
   EXPECT_EQ(evolve::curve(r).size(), 3u);
   EXPECT_FALSE(evolve::unfinished_run(db, s.contract(kVariance).hash)) << "a stopped run is not resumable";
+  // The finished run's best is what `cake bench --evolved` judges: the same variant, lowering to the same
+  // source.
+  const std::optional<evolve::Evolved> e = evolve::latest_evolved(db, s.contract(kVariance).hash);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->run, r.run);
+  EXPECT_EQ(e->track, r.track);
+  EXPECT_EQ(e->knobs, r.knobs);
+  EXPECT_DOUBLE_EQ(e->efficiency, r.rounds.back().efficiency);
+  EXPECT_EQ(fs::path(r.library).parent_path().filename().string(),
+            build::artifact_hash(evolve::variant_artifact(s, s.contract(kVariance), e->track, e->knobs)));
 }
 
 TEST_F(EvolveTest, AVariantThatFitsOnlyTheStandardCasesFailsValidation) {
@@ -142,6 +153,10 @@ TEST_F(EvolveTest, AKilledRunResumesWithNothingLostOrMeasuredTwice) {
     EXPECT_EQ(
         count(db, "SELECT COUNT(*) FROM evolution_rounds WHERE run_id = ? AND stop_reason IS NOT NULL", run),
         0);
+    auto h = db.prepare("SELECT contract_hash FROM runs WHERE id = ?");
+    h.bind(1, run);
+    ASSERT_TRUE(h.step());
+    EXPECT_FALSE(evolve::latest_evolved(db, h.column_text(0))) << "a killed run has no evolved kernel yet";
   }
   ASSERT_GE(before.size(), 3u);
 
@@ -160,9 +175,11 @@ TEST_F(EvolveTest, AKilledRunResumesWithNothingLostOrMeasuredTwice) {
       << "resumed, not restarted";
   auto q = db.prepare("SELECT id, measured_at FROM evolution_variants WHERE run_id = ?");
   q.bind(1, run);
-  while (q.step())
-    if (auto it = before.find(q.column_int64(0)); it != before.end())
+  while (q.step()) {
+    if (auto it = before.find(q.column_int64(0)); it != before.end()) {
       EXPECT_EQ(q.column_text(1), it->second) << "variant " << it->first << " was measured again";
+    }
+  }
   // Every measured variant has exactly one measurement per case: nothing of the killed attempt survived.
   EXPECT_EQ(
       count(db,
