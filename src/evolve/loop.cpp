@@ -265,6 +265,19 @@ bool within_threads(const json& knobs, int threads) {
   return v == "0" || std::atoll(v.c_str()) <= threads;  // 0: as many as the run has
 }
 
+// The moves (track|move, as the optimize skill names them) whose variant failed in this run: one that broke a
+// kernel once (a type the precision gate rejects, a build that does not compile) is not proposed again on
+// another parent.
+std::set<std::string> failed_moves(const std::vector<Variant>& all) {
+  std::set<std::string> out;
+  for (const Variant& v : all) {
+    const size_t at = v.strategy.find(": ");
+    if (v.status == "failed" && !is_composite(v.track) && at != std::string::npos)
+      out.insert(v.track + "|" + v.strategy.substr(at + 2));
+  }
+  return out;
+}
+
 // Plans round r's variants; returns how many were planned.
 int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
                const std::vector<Variant>& all, const EvolveOptions& o) {
@@ -272,6 +285,7 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   const profile::Profile prof = profile::profile_of(c);
   std::set<std::string> seen;  // track|knobs and source hashes already in the run
   for (const Variant& v : all) seen.insert(v.track + "|" + v.knobs_key), seen.insert(v.source_hash);
+  const std::set<std::string> failed = failed_moves(all);
   // Parents are tiered among the single-track variants: a composite's moves are new splits of its parts,
   // planned by plan_composite.
   std::vector<Variant> singles;
@@ -310,6 +324,7 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
         const json parent_knobs = json::parse(parent->knobs_key);
         for (const json& v : opt["variants"]) {
           if (!seen.count(parent->track + "|" + v["knobs"].dump()) && within_threads(v["knobs"], s.threads) &&
+              !failed.count(parent->track + "|" + v["move"].get<std::string>()) &&
               (cls != 'A' || faster(parent_knobs, v["knobs"])))
             fresh.push_back(&v);
         }
