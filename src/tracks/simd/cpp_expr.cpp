@@ -225,6 +225,13 @@ std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::str
   return a;
 }
 
+std::pair<std::string, std::string> CppExprEmitter::bounds(const te::ReduceVar& rv, std::string& pre,
+                                                           const std::string& ind) {
+  if (!rv.lo) return {"0", emit_size_expr(*rv.extent)};
+  std::string lo = emit(*rv.lo, pre, ind);  // bounds depend only on outer variables
+  return {lo, emit(*rv.hi, pre, ind)};
+}
+
 namespace {
 constexpr int kShortReduction = 16;  // reductions over fewer elements than this are not vectorized
 }  // namespace
@@ -233,14 +240,18 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   std::string r = fresh("r");
   const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
   const bool ints = e.args[0]->type != Type::Float && !arg;
-  const std::string acc = ints ? "int64_t" : arg ? o_.real : o_.acc;
+  // max / min select one of their terms, exact in any type: they run in the compute type (an f64
+  // accumulator would only convert every f32 term and halve the vector width).
+  const bool select = arg || e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min;
+  const std::string acc = ints ? "int64_t" : select ? o_.real : o_.acc;
   const Expr& body = *e.args[0];
   const bool single = e.rvars.size() == 1;
   // Vectorizable when the loop is innermost and its body is a plain expression.
-  const bool vec = o_.vector_reductions && single && !te::contains(body, ExprKind::Reduce) &&
-                   !te::any_of(body, [](const Expr& x) { return x.kind == ExprKind::Read && x.padded; }) &&
-                   (e.reduce == ReduceOp::Sum || e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min ||
-                    e.reduce == ReduceOp::Prod);
+  const bool plain = o_.vector_reductions && single && !te::contains(body, ExprKind::Reduce) &&
+                     !te::any_of(body, [](const Expr& x) { return x.kind == ExprKind::Read && x.padded; });
+  if (plain && arg && e.args[0]->type == Type::Float) return arg_reduce(e, pre, ind);
+  const bool vec = plain && (e.reduce == ReduceOp::Sum || e.reduce == ReduceOp::Max ||
+                             e.reduce == ReduceOp::Min || e.reduce == ReduceOp::Prod);
   const char* id = "0";
   switch (e.reduce) {
     case ReduceOp::Sum:
@@ -269,13 +280,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   for (size_t d = 0; d < e.rvars.size(); ++d) {
     const te::ReduceVar& rv = e.rvars[d];
     const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
-    std::string lo = "0", hi;
-    if (rv.lo) {
-      lo = emit(*rv.lo, pre, ind);  // bounds depend only on outer variables
-      hi = emit(*rv.hi, pre, ind);
-    } else {
-      hi = emit_size_expr(*rv.extent);
-    }
+    const auto [lo, hi] = bounds(rv, pre, ind);
     if (vec) {
       const char* op = e.reduce == ReduceOp::Sum    ? "+"
                        : e.reduce == ReduceOp::Prod ? "*"
@@ -310,7 +315,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
         step = fmt::format("{}{{ const int64_t x = {}; {} = x {} {} ? x : {}; }}\n", inner, b, r, cmp, r, r);
       } else {
         step = fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", inner,
-                           o_.acc, b, r, r, cmp, r, r);
+                           acc, b, r, r, cmp, r, r);
       }
       break;
     }
@@ -340,6 +345,76 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     pre += fmt::format("{}if ({}_nan) {} = NAN;\n", ind, r, r);
   if (arg) return r;
   return ints ? r : fmt::format("(({}){})", o_.real, r);
+}
+
+// argmax / argmin over one variable in two vectorized passes: the extreme value (and whether a NaN occurs),
+// then the first position holding it (or the first NaN), searched in blocks of 64 with a vector test per
+// block (3-4x faster than a blocked search of 256, or one loop taking the smallest matching position). A loop
+// that carries both the value and its position does not vectorize; rows under 16 elements still take that
+// single plain pass, cheaper than two.
+std::string CppExprEmitter::arg_reduce(const Expr& e, std::string& pre, const std::string& ind) {
+  const std::string r = fresh("r");
+  const bool is_max = e.reduce == ReduceOp::ArgMax;
+  const char* cmp = is_max ? ">" : "<";
+  const te::ReduceVar& rv = e.rvars[0];
+  const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
+  const auto [lo, hi] = bounds(rv, pre, ind);
+  const std::string R = o_.real, in = ind + "  ", in2 = in + "  ";
+  // The body (with the statements it needs) as one block at indent `at`, its value bound to x.
+  const auto body_at = [&](const std::string& at) {
+    std::string body_pre;
+    ++depth_;
+    const std::string b = emit(*e.args[0], body_pre, at + "  ");
+    --depth_;
+    return std::pair{body_pre, fmt::format("const {} x = {};", R, b)};
+  };
+  pre += fmt::format("{}{} {}_best = {}; int64_t {} = {}; int {}_nan = 0;\n", ind, R, r,
+                     is_max ? "-INFINITY" : "INFINITY", r, lo, r);
+  pre += fmt::format("{}if (({}) - ({}) < {}) {{\n", ind, hi, lo, kShortReduction);
+  {  // one plain pass: the first extreme wins, the first NaN wins over everything after it
+    const auto [bp, bx] = body_at(in);
+    pre += fmt::format(
+        "{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  {} if ({}_best == {}_best && (x != x || x {} "
+        "{}_best)) {{ {}_best = x; {} = {}; }}\n{}}}\n",
+        in, v, lo, v, hi, v, bp, in, bx, r, r, cmp, r, r, r, v, in);
+  }
+  pre += ind + "} else {\n";
+  {  // pass 1: the extreme value, exact in any type
+    const auto [bp, bx] = body_at(in);
+    pre += fmt::format("{}#pragma omp simd reduction({}:{}_best) reduction(|:{}_nan)\n", in,
+                       is_max ? "max" : "min", r, r);
+    pre += fmt::format(
+        "{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  {} {}_nan |= (x != x); {}_best = x {} "
+        "{}_best ? x : {}_best;\n{}}}\n",
+        in, v, lo, v, hi, v, bp, in, bx, r, r, cmp, r, r, in);
+  }
+  {  // pass 2: its first position
+    const std::string hit = fmt::format("({}_nan ? (x != x) : (x == {}_best))", r, r);
+    pre += fmt::format("{}for (int64_t {}_b = {}, {}_found = 0; {}_b < {} && !{}_found; {}_b += 64) {{\n", in,
+                       r, lo, r, r, hi, r, r);
+    pre += fmt::format("{}const int64_t {}_e = std::min<int64_t>({}_b + 64, {});\n{}int {}_hit = 0;\n", in2,
+                       r, r, hi, in2, r);
+    // the NaN test is chosen outside the vector loops: a select inside one costs it 3x
+    const std::string tests[2] = {"(x != x)", fmt::format("(x == {}_best)", r)};
+    for (int k = 0; k < 2; ++k) {
+      const std::string& t = tests[k];
+      const auto [bp, bx] = body_at(in2 + "  ");
+      pre += k == 0 ? fmt::format("{}if ({}_nan) {{\n", in2, r) : in2 + "} else {\n";
+      pre += fmt::format("{}  #pragma omp simd reduction(|:{}_hit)\n", in2, r);
+      pre +=
+          fmt::format("{}  for (int64_t {} = {}_b; {} < {}_e; ++{}) {{\n{}{}    {} {}_hit |= {};\n{}  }}\n",
+                      in2, v, r, v, r, v, bp, in2, bx, r, t, in2);
+    }
+    pre += in2 + "}\n";
+    const auto [bp2, bx2] = body_at(in2);
+    pre += fmt::format(
+        "{}if ({}_hit)\n{}  for (int64_t {} = {}_b; {} < {}_e; ++{}) {{\n{}{}    {} if ({}) {{ {} = "
+        "{}; {}_found = 1; break; }}\n{}  }}\n",
+        in2, r, in2, v, r, v, r, v, bp2, in2, bx2, hit, r, v, r, in2);
+    pre += in + "}\n";
+  }
+  pre += ind + "}\n";
+  return r;
 }
 
 }  // namespace cake::tracks::simd

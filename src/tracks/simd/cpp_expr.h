@@ -44,6 +44,10 @@ class CppExprEmitter {
   std::string fresh(const char* stem) { return stem + std::to_string(counter_++); }
   std::string read(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string reduce(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string arg_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
+  // A reduction variable's [lo, hi) as C expressions (any statements they need go to pre).
+  std::pair<std::string, std::string> bounds(const te::ReduceVar& rv, std::string& pre,
+                                             const std::string& indent);
   std::string call(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string cast(const te::Expr& e, std::string& pre, const std::string& indent);
 

@@ -40,6 +40,32 @@ bool has_transcendental(const CheckedContract& c) {
   return false;
 }
 
+// Whether any float value is computed with rounding (arithmetic, a rounding function, a sum or product, a
+// `+=`): without, f32 evaluation is exact (reads, selections, max / min / arg reductions of inputs) and f64
+// would only convert every element twice.
+bool rounds_floats(const CheckedContract& c) {
+  for (const te::Stmt& s : c.contract.compute) {
+    if (s.accumulate) return true;  // `+=` adds in the compute type
+    if (te::any_of(*s.rhs, [](const te::Expr& e) {
+          switch (e.kind) {
+            case te::ExprKind::Binary:
+              return e.type == te::Type::Float;  // arithmetic (comparisons are Bool)
+            case te::ExprKind::Call:
+              return e.fn != te::Fn::Where && e.fn != te::Fn::Min && e.fn != te::Fn::Max &&
+                     e.fn != te::Fn::Abs && e.fn != te::Fn::Floor && e.fn != te::Fn::Ceil &&
+                     e.fn != te::Fn::Round;
+            case te::ExprKind::Reduce:
+              return e.type == te::Type::Float &&
+                     (e.reduce == te::ReduceOp::Sum || e.reduce == te::ReduceOp::Prod);
+            default:
+              return false;
+          }
+        }))
+      return true;
+  }
+  return false;
+}
+
 class SimdTrack final : public Track {
  public:
   std::string_view name() const override { return "simd"; }
@@ -69,12 +95,14 @@ class SimdTrack final : public Track {
     // The f32 gate (relative 2^-13 mean, 10x that max, on every element above 2^-13) fails f32 sums whose
     // terms cancel (matmul, cumsum) and f32 arithmetic where O(1) terms cancel (layer_norm's + b), so sums
     // accumulate in f64 by default, and so does all arithmetic when no transcendental function needs the
-    // vectorized f32 math. The evolution search may trade either back where the gate allows it.
-    k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) ? "f32" : "f64",
+    // vectorized f32 math, or when nothing rounds (argmax, max pooling, gathers: f32 is exact there). The
+    // evolution search may trade either back where the gate allows it.
+    k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) || !rounds_floats(c) ? "f32" : "f64",
                  "type of float expressions");
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
     k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
-    k.add_int("unroll", {1, 2, 4, 8}, 1, "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
+    k.add_int("unroll", {1, 2, 4, 8}, 1,
+              "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
@@ -85,11 +113,10 @@ class SimdTrack final : public Track {
     k.add_int("parallel_min_work", {0, 4096, 32768, 262144}, 32768,
               "points below which a loop nest runs serially");
     // 4096 I/O elements: below that no nest reaches the parallel_min_work default anyway, so the serial copy
-  // only drops the cost of entering OpenMP regions.
-  k.add_int("serial_below", {0, 4096, 65536, 1048576}, 4096,
+    // only drops the cost of entering OpenMP regions.
+    k.add_int("serial_below", {0, 4096, 65536, 1048576}, 4096,
               "shape-regime dispatch: below this many input and output elements a copy of the kernel with no "
               "OpenMP region runs (0: off)");
-    (void)c;
     return k;
   }
 
