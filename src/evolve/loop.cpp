@@ -215,35 +215,52 @@ const Variant* sample_parent(const Tiers& t, std::mt19937_64& rng) {
   return nullptr;
 }
 
-// Class H across variants: the fittest single-track variant split by case size with the correct variant
-// that best complements it (tracks::best_split over their measured cases), when the split predicts a mean
-// efficiency at least min_gain above the fittest variant's. Returns the composite's knobs and strategy.
+// Classes H and D across variants: the fittest single-track variant split with the correct variant that best
+// complements it, by case size (tracks::best_split) or by dtype (tracks::best_dtype_split) over their
+// measured cases, when the split predicts a mean efficiency at least min_gain above the fittest variant's.
+// Returns the composite's knobs and strategy.
 std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Variant>& all, double min_gain) {
   const Variant* base = nullptr;
   for (const Variant& v : all)
     if (v.correct() && !is_composite(v.track) && (!base || fitter(v, *base))) base = &v;
   if (!base) return std::nullopt;
-  const Variant* mate = nullptr;
-  std::optional<tracks::RegimeSplit> split;
-  for (const Variant& v : all) {
-    if (&v == base || !v.correct() || is_composite(v.track)) continue;
-    const auto sp = tracks::best_split(v.result.value("cases", json::array()),
-                                       base->result.value("cases", json::array()));
-    if (sp && (!split || sp->efficiency > split->efficiency)) split = sp, mate = &v;
-  }
-  if (!split || split->efficiency <= base->efficiency * (1 + min_gain)) return std::nullopt;
-  const Variant& small = split->a_small ? *mate : *base;
-  const Variant& large = split->a_small ? *base : *mate;
+  struct Plan {
+    const Variant *small = nullptr, *large = nullptr;
+    double efficiency = 0;
+    json knobs;
+    std::string what;
+  };
+  std::optional<Plan> best;
   const auto part = [](const Variant& v) {
     return json{{"track", v.track}, {"knobs", json::parse(v.knobs_key)}}.dump();
   };
-  return std::pair{
-      json{{"small", part(small)},
-           {"large", part(large)},
-           {"below_io_bytes", std::to_string(split->below_io_bytes)}},
-      fmt::format("H: regimes: variant {} below {} I/O bytes ({} cases), variant {} above; "
-                  "predicted efficiency {:.3f}",
-                  small.id, split->below_io_bytes, split->small_cases, large.id, split->efficiency)};
+  const auto consider = [&](const Variant& small, const Variant& large, double e, json route,
+                            std::string what) {
+    if (best && e <= best->efficiency) return;
+    route["small"] = part(small);
+    route["large"] = part(large);
+    best = Plan{&small, &large, e, std::move(route), std::move(what)};
+  };
+  for (const Variant& v : all) {
+    if (&v == base || !v.correct() || is_composite(v.track)) continue;
+    const json a = v.result.value("cases", json::array()), b = base->result.value("cases", json::array());
+    if (const auto sp = tracks::best_split(a, b)) {
+      const Variant& small = sp->a_small ? v : *base;
+      const Variant& large = sp->a_small ? *base : v;
+      consider(small, large, sp->efficiency, {{"below_io_bytes", std::to_string(sp->below_io_bytes)}},
+               fmt::format("H: regimes: variant {} below {} I/O bytes ({} cases), variant {} above", small.id,
+                           sp->below_io_bytes, sp->small_cases, large.id));
+    }
+    if (const auto sp = tracks::best_dtype_split(a, b)) {
+      std::string names;
+      for (DType d : sp->a_dtypes) names += (names.empty() ? "" : ",") + std::string(dtype_name(d));
+      consider(v, *base, sp->efficiency, {{"below_io_bytes", "0"}, {"dtypes", names}},
+               fmt::format("D: dtypes: variant {} for {} ({} cases), variant {} for the rest", v.id, names,
+                           sp->a_cases, base->id));
+    }
+  }
+  if (!best || best->efficiency <= base->efficiency * (1 + min_gain)) return std::nullopt;
+  return std::pair{best->knobs, fmt::format("{}; predicted efficiency {:.3f}", best->what, best->efficiency)};
 }
 
 // Evolution asks class A for speed: a move to a wider type ("f64", or f64_elementwise "true") only costs
@@ -300,7 +317,9 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
       const auto id = identity(s, c, tracks::kRegimesTrack, comp->first);
       if (!seen.count(std::string(tracks::kRegimesTrack) + "|" + id.first) && !seen.count(id.second)) {
         seen.insert(id.second);
-        plan(s.db, run, r, tracks::kRegimesTrack, id, 0, "diverging-shape-regimes -> " + comp->second);
+        const bool by_dtype = comp->first.contains("dtypes");
+        plan(s.db, run, r, tracks::kRegimesTrack, id, 0,
+             (by_dtype ? "diverging-dtypes -> " : "diverging-shape-regimes -> ") + comp->second);
         ++planned;
       }
     }
@@ -483,8 +502,8 @@ tracks::Artifact variant_artifact(skills::Session& s, const CheckedContract& c, 
   };
   if (!is_composite(track)) return lower(track, knobs);
   const tracks::RegimesParts p = tracks::regimes_parts(tracks::Knobs::from_json(knobs));
-  return tracks::compose_regimes(lower(p.small_track, p.small_knobs), lower(p.large_track, p.large_knobs),
-                                 p.below_io_bytes);
+  return tracks::compose_regimes(c, lower(p.small_track, p.small_knobs), lower(p.large_track, p.large_knobs),
+                                 p.route);
 }
 
 EvolveResult evolve(skills::Session& s, const std::string& file, const std::string& track, const json& knobs,

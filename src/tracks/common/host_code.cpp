@@ -90,6 +90,14 @@ std::string emit_size_expr(const te::Expr& e, const SizeSpelling& sp) {
                   e.pos.line, e.pos.col));
 }
 
+std::string op_dtype_expr(const CheckedContract& c) {
+  for (const TensorInfo& t : c.tensors) {
+    if (t.role == TensorRole::Intermediate || t.fixed_dtype) continue;
+    return fmt::format("{}[{}].dtype", t.role == TensorRole::Input ? "in" : "out", t.index);
+  }
+  return fmt::format("{}", static_cast<int>(c.contract.dtypes.front()));
+}
+
 std::string emit_abi_prologue(const CheckedContract& c) {
   const Contract& k = c.contract;
   std::string s;
@@ -110,14 +118,7 @@ std::string emit_abi_prologue(const CheckedContract& c) {
       s += fmt::format("  const int64_t {} = {};\n", size_id(z.name), emit_size_expr(*z.expr));
     }
   }
-  // The operator dtype of this call: the dtype of the first tensor whose shape does not fix one.
-  std::string op_dtype = fmt::format("{}", static_cast<int>(k.dtypes.front()));
-  for (const TensorInfo& t : c.tensors) {
-    if (t.role == TensorRole::Intermediate || t.fixed_dtype) continue;
-    op_dtype = fmt::format("{}[{}].dtype", t.role == TensorRole::Input ? "in" : "out", t.index);
-    break;
-  }
-  s += fmt::format("  const int32_t op_dtype = {};\n", op_dtype);
+  s += fmt::format("  const int32_t op_dtype = {};\n", op_dtype_expr(c));
   std::string allowed;
   for (DType d : k.dtypes)
     allowed += fmt::format("{}op_dtype != {}", allowed.empty() ? "" : " && ", static_cast<int>(d));

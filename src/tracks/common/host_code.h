@@ -30,6 +30,10 @@ std::string param_id(const std::string& name);
 // Requires the generated file to include "cake_prelude.h" (prelude_files()).
 std::string emit_abi_prologue(const CheckedContract& c);
 
+// The operator dtype of a call, as a C expression over `in` / `out`: the dtype of the first tensor whose
+// shape does not fix one (the contract's only dtype when every tensor fixes its own).
+std::string op_dtype_expr(const CheckedContract& c);
+
 // An integer size expression in C/C++ over the s_<size> identifiers (division and modulo floor, as the
 // TE defines them, via cake_floordiv / cake_floormod from the prelude).
 std::string emit_size_expr(const te::Expr& e);

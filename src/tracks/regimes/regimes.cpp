@@ -1,11 +1,13 @@
-// compose_regimes and best_split (regimes.h): the composite's dispatcher source and recipe, and the split
-// search over measured cases.
+// compose_regimes, best_split and best_dtype_split (regimes.h): the composite's dispatcher source and
+// recipe, and the split searches over measured cases.
 #include "tracks/regimes/regimes.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "tracks/common/host_code.h"
@@ -14,10 +16,30 @@ namespace cake::tracks {
 
 namespace {
 
+std::string dtype_list(const std::vector<DType>& ds) {
+  std::string out;
+  for (DType d : ds) out += (out.empty() ? "" : ",") + std::string(dtype_name(d));
+  return out;
+}
+
 // The dispatcher: both variants' kernel.so embedded with .incbin, loaded through memfd on first use.
-std::string dispatcher_source(const Artifact& small, const Artifact& large, int64_t below) {
+std::string dispatcher_source(const CheckedContract& c, const Artifact& small, const Artifact& large,
+                              const Route& r) {
+  std::string what, first;
+  if (r.first_dtypes.empty()) {
+    what = fmt::format("cases with fewer than {} bytes of inputs and outputs", r.below_io_bytes);
+    first = fmt::format("io_bytes(in, n_in) + io_bytes(out, n_out) < INT64_C({})", r.below_io_bytes);
+  } else {
+    what = "cases of operator dtype " + dtype_list(r.first_dtypes);
+    const std::string op = op_dtype_expr(c);  // reads in[i] or out[i]: only once the counts are right
+    first =
+        fmt::format("n_in == {} && n_out == {} && (", c.contract.inputs.size(), c.contract.outputs.size());
+    for (size_t i = 0; i < r.first_dtypes.size(); ++i)
+      first += fmt::format("{}{} == {}", i ? " || " : "", op, static_cast<int>(r.first_dtypes[i]));
+    first += ")";
+  }
   return fmt::format(
-      R"(// CAKE shape-regime dispatch for {op}: cases with fewer than {below} bytes of inputs and outputs
+      R"(// CAKE regime dispatch for {op}: {what}
 // run variant `small` ({st} {sk}), the others variant `large` ({lt} {lk}).
 // Each variant's kernel.so is embedded below and loaded from memory on first use.
 #include <dlfcn.h>
@@ -76,12 +98,12 @@ int cake_run(const cake_tensor* in, int n_in, cake_tensor* out, int n_out, const
   if (n_in < 0 || n_out < 0 || (n_in > 0 && !in) || (n_out > 0 && !out)) return CAKE_ERR_ARGS;
   static const cake_run_fn small = load(cake_small_so, cake_small_so_end, "cake-small");
   static const cake_run_fn large = load(cake_large_so, cake_large_so_end, "cake-large");
-  const cake_run_fn fn = io_bytes(in, n_in) + io_bytes(out, n_out) < INT64_C({below}) ? small : large;
+  const cake_run_fn fn = {first} ? small : large;
   if (!fn) return CAKE_ERR_DEVICE;  // a variant did not load
   return fn(in, n_in, out, n_out, params, n_params);
 }}
 )",
-      fmt::arg("op", small.op), fmt::arg("below", below), fmt::arg("st", small.track),
+      fmt::arg("op", small.op), fmt::arg("what", what), fmt::arg("first", first), fmt::arg("st", small.track),
       fmt::arg("sk", small.knobs.str()), fmt::arg("lt", large.track), fmt::arg("lk", large.knobs.str()));
 }
 
@@ -96,7 +118,8 @@ void add_variant(Artifact& out, const Artifact& v, const std::string& dir) {
 
 }  // namespace
 
-Artifact compose_regimes(const Artifact& small, const Artifact& large, int64_t below_io_bytes) {
+Artifact compose_regimes(const CheckedContract& c, const Artifact& small, const Artifact& large,
+                         const Route& r) {
   if (small.op != large.op || small.contract_hash != large.contract_hash)
     throw Error("regimes: the two variants are of different operators (" + small.op + ", " + large.op + ")");
   if (small.track == kRegimesTrack || large.track == kRegimesTrack)
@@ -105,13 +128,14 @@ Artifact compose_regimes(const Artifact& small, const Artifact& large, int64_t b
   a.track = kRegimesTrack;
   a.knobs.set("small", nlohmann::json{{"track", small.track}, {"knobs", small.knobs.to_json()}}.dump());
   a.knobs.set("large", nlohmann::json{{"track", large.track}, {"knobs", large.knobs.to_json()}}.dump());
-  a.knobs.set("below_io_bytes", below_io_bytes);
+  a.knobs.set("below_io_bytes", r.below_io_bytes);
+  if (!r.first_dtypes.empty()) a.knobs.set("dtypes", dtype_list(r.first_dtypes));
   a.op = small.op;
   a.contract_hash = small.contract_hash;
   a.main_file = "dispatch.cpp";
   add_variant(a, small, "small");
   add_variant(a, large, "large");
-  a.files.push_back({"dispatch.cpp", dispatcher_source(small, large, below_io_bytes)});
+  a.files.push_back({"dispatch.cpp", dispatcher_source(c, small, large, r)});
   a.files.push_back(exports_map());
   for (SourceFile& f : prelude_files()) a.files.push_back(std::move(f));
   a.steps.push_back({{"g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-I.", "dispatch.cpp", "-o",
@@ -124,8 +148,20 @@ RegimesParts regimes_parts(const Knobs& k) {
   try {
     const nlohmann::json small = nlohmann::json::parse(k.choice("small"));
     const nlohmann::json large = nlohmann::json::parse(k.choice("large"));
-    return {small.at("track"), large.at("track"), small.at("knobs"), large.at("knobs"),
-            k.integer("below_io_bytes")};
+    RegimesParts p{small.at("track"),
+                   large.at("track"),
+                   small.at("knobs"),
+                   large.at("knobs"),
+                   {k.integer("below_io_bytes"), {}}};
+    if (k.has("dtypes")) {
+      std::stringstream in(k.choice("dtypes"));
+      for (std::string name; std::getline(in, name, ',');) {
+        const std::optional<DType> d = parse_dtype(name);
+        if (!d) throw Error("regimes: unknown dtype '" + name + "' in the composite's knobs");
+        p.route.first_dtypes.push_back(*d);
+      }
+    }
+    return p;
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("regimes: malformed composite knobs: ") + e.what());
   }
@@ -164,6 +200,35 @@ std::optional<RegimeSplit> best_split(const nlohmann::json& a, const nlohmann::j
     }
   }
   return best;
+}
+
+std::optional<DtypeSplit> best_dtype_split(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_array() || !b.is_array() || a.size() != b.size() || a.empty()) return std::nullopt;
+  struct Sums {
+    double a = 0, b = 0;
+    int n = 0;
+  };
+  std::map<DType, Sums> by;
+  const auto eff = [](const nlohmann::json& k) {
+    const double t = k.value("t_cand_s", 0.0);
+    return t > 0 ? k.value("t_floor_s", 0.0) / t : 0.0;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].value("verdict", "") != "pass" || b[i].value("verdict", "") != "pass") return std::nullopt;
+    const std::optional<DType> d = parse_dtype(a[i].value("dtype", ""));
+    if (!d || b[i].value("dtype", "") != a[i].value("dtype", "")) return std::nullopt;
+    Sums& s = by[*d];
+    s.a += eff(a[i]), s.b += eff(b[i]), ++s.n;
+  }
+  DtypeSplit out;
+  double sum = 0;
+  for (const auto& [d, s] : by) {
+    sum += std::max(s.a, s.b);
+    if (s.a > s.b) out.a_dtypes.push_back(d), out.a_cases += s.n;
+  }
+  if (out.a_dtypes.empty() || out.a_dtypes.size() == by.size()) return std::nullopt;
+  out.efficiency = sum / double(a.size());
+  return out;
 }
 
 }  // namespace cake::tracks

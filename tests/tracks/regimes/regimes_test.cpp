@@ -1,11 +1,13 @@
-// Shape-regime composites: the split search over measured cases (no timing: hand-made cases), and a
-// composite of a simd and a halide kernel that must pass the gate on every standard case, each regime
-// holding some of them.
+// Regime composites: the split searches (by size, by dtype) over measured cases (no timing: hand-made
+// cases), a composite of a simd and a halide kernel that must pass the gate on every standard case, each
+// regime holding some of them, and composites with a refusing part that show each case runs the variant its
+// route (size or dtype) names.
 #include "tracks/regimes/regimes.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "build/build_service.h"
 #include "build/kernel.h"
@@ -24,6 +26,15 @@ json cases_of(const std::vector<std::pair<double, double>>& io_and_eff) {
   for (const auto& [io, e] : io_and_eff)
     out.push_back({{"io_bytes", io}, {"verdict", "pass"}, {"t_floor_s", e}, {"t_cand_s", 1.0}});
   return out;
+}
+
+json with_dtypes(json cases, const std::vector<std::string>& dtypes) {
+  for (size_t i = 0; i < cases.size(); ++i) cases[i]["dtype"] = dtypes[i];
+  return cases;
+}
+
+CheckedContract softmax() {
+  return load_and_check((std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "softmax.yaml").string());
 }
 
 TEST(BestSplit, GivesEachRegimeToTheVariantThatWinsIt) {
@@ -52,30 +63,46 @@ TEST(BestSplit, NeverCutsBetweenCasesOfOneSizeAndNeedsEveryCasePassing) {
   EXPECT_FALSE(best_split(cases_of({{8, 0.5}}), cases_of({{8, 0.5}, {64, 0.5}})));  // different case sets
 }
 
+TEST(BestDtypeSplit, GivesEachDtypeToTheVariantThatWinsIt) {
+  const std::vector<std::string> d{"f32", "bf16", "f32", "f16", "bf16"};
+  const json a = with_dtypes(cases_of({{8, 0.9}, {8, 0.1}, {64, 0.7}, {8, 0.2}, {64, 0.3}}), d);
+  const json b = with_dtypes(cases_of({{8, 0.5}, {8, 0.6}, {64, 0.5}, {8, 0.1}, {64, 0.2}}), d);
+  const auto s = best_dtype_split(a, b);
+  ASSERT_TRUE(s);
+  // f32: a 1.6 against b 1.0; bf16: a 0.4 against 0.8; f16: a 0.2 against 0.1.
+  EXPECT_EQ(s->a_dtypes, (std::vector<DType>{DType::f32, DType::f16}));
+  EXPECT_EQ(s->a_cases, 3);
+  EXPECT_DOUBLE_EQ(s->efficiency, (1.6 + 0.8 + 0.2) / 5);
+  EXPECT_FALSE(best_dtype_split(a, a)) << "one variant winning every dtype is no split";
+  EXPECT_FALSE(best_dtype_split(cases_of({{8, 0.9}, {8, 0.1}}), cases_of({{8, 0.1}, {8, 0.9}})))
+      << "cases without a dtype";
+}
+
 TEST(Compose, RefusesMixedOperatorsAndNesting) {
+  const CheckedContract c = softmax();
   Artifact a, b;
   a.op = "softmax", b.op = "rms_norm";
-  EXPECT_THROW(compose_regimes(a, b, 100), Error);
+  EXPECT_THROW(compose_regimes(c, a, b, {100, {}}), Error);
   b.op = "softmax", b.track = kRegimesTrack;
-  EXPECT_THROW(compose_regimes(a, b, 100), Error);
+  EXPECT_THROW(compose_regimes(c, a, b, {100, {}}), Error);
 }
 
 TEST(Compose, ASimdAndHalideCompositePassesTheGateInBothRegimes) {
-  const CheckedContract c =
-      load_and_check((std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "softmax.yaml").string());
+  const CheckedContract c = softmax();
   const target::MachineInfo m = target::describe_machine();
   const Track* simd = find_track("simd");
   const Track* halide = find_track("halide");
   if (!halide) GTEST_SKIP() << "no halide track in this build";
   const int64_t below = 1 << 16;
-  const Artifact comp = compose_regimes(simd->lower(c, m, Knobs::from_json({{"serial_below", "65536"}})),
-                                        halide->lower(c, m, {}), below);
+  const Artifact comp = compose_regimes(c, simd->lower(c, m, Knobs::from_json({{"serial_below", "65536"}})),
+                                        halide->lower(c, m, {}), {below, {}});
   EXPECT_EQ(comp.track, kRegimesTrack);
   const RegimesParts parts = regimes_parts(comp.knobs);
   EXPECT_EQ(parts.small_track, "simd");
   EXPECT_EQ(parts.large_track, "halide");
   EXPECT_EQ(parts.small_knobs.at("serial_below"), "65536");
-  EXPECT_EQ(parts.below_io_bytes, below);
+  EXPECT_EQ(parts.route.below_io_bytes, below);
+  EXPECT_TRUE(parts.route.first_dtypes.empty());
   EXPECT_THROW(regimes_parts(Knobs{{"small", "not json"}}), Error);
   const build::BuildResult r = build::build(comp);
   ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
@@ -97,33 +124,61 @@ Artifact refusing(const Artifact& like) {
   a.op = like.op;
   a.contract_hash = like.contract_hash;
   a.main_file = "kernel.cpp";
-  a.files.push_back({"kernel.cpp",
-                     "extern \"C\" __attribute__((visibility(\"default\"))) int cake_run(const void*, int, void*, "
-                     "int, const double*, int) { return 7; }\n"});
+  a.files.push_back(
+      {"kernel.cpp",
+       "extern \"C\" __attribute__((visibility(\"default\"))) int cake_run(const void*, int, void*, "
+       "int, const double*, int) { return 7; }\n"});
   a.steps.push_back({{"g++", "-O1", "-fPIC", "-shared", "kernel.cpp", "-o", "kernel.so"}, "compile"});
   return a;
 }
 
+// Builds the composite and checks every standard case: it passes exactly where `good_runs` says the good
+// variant (not the refusing one) takes it. Returns how many cases the good variant took.
+int expect_routing(const CheckedContract& c, const Artifact& comp,
+                   const std::function<bool(const cases::Case&)>& good_runs) {
+  const build::BuildResult r = build::build(comp);
+  EXPECT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+  if (!r.ok()) return 0;
+  const build::Kernel k(r.library);
+  const std::vector<cases::Case> ks = cases::make_cases(c, cases::Set::Standard);
+  const std::vector<eval::CaseOutcome> out = eval::check_kernel(k, c, cases::Set::Standard);
+  EXPECT_EQ(out.size(), ks.size());
+  int good = 0;
+  for (size_t i = 0; i < ks.size() && i < out.size(); ++i) {
+    good += good_runs(ks[i]);
+    EXPECT_EQ(out[i].pass, good_runs(ks[i])) << ks[i].describe() << ": " << out[i].str();
+  }
+  return good;
+}
+
 TEST(Compose, EachCaseRunsTheVariantOfItsRegime) {
-  const CheckedContract c =
-      load_and_check((std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "softmax.yaml").string());
+  const CheckedContract c = softmax();
   const target::MachineInfo m = target::describe_machine();
   const Artifact good = find_track("simd")->lower(c, m, {});
   const Artifact bad = refusing(good);
   const int64_t below = 1 << 16;
   for (const bool good_small : {true, false}) {
-    const Artifact comp = good_small ? compose_regimes(good, bad, below) : compose_regimes(bad, good, below);
-    const build::BuildResult r = build::build(comp);
-    ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
-    const build::Kernel k(r.library);
-    const std::vector<cases::Case> ks = cases::make_cases(c, cases::Set::Standard);
-    const std::vector<eval::CaseOutcome> out = eval::check_kernel(k, c, cases::Set::Standard);
-    ASSERT_EQ(out.size(), ks.size());
-    for (size_t i = 0; i < ks.size(); ++i) {
-      const bool small = cases::case_bytes(c, ks[i]) < double(below);
-      EXPECT_EQ(out[i].pass, small == good_small) << ks[i].describe() << ": " << out[i].str();
-    }
+    const Artifact comp =
+        good_small ? compose_regimes(c, good, bad, {below, {}}) : compose_regimes(c, bad, good, {below, {}});
+    expect_routing(c, comp, [&](const cases::Case& k) {
+      return (cases::case_bytes(c, k) < double(below)) == good_small;
+    });
   }
+}
+
+TEST(Compose, EachCaseRunsTheVariantOfItsDtype) {
+  const CheckedContract c = softmax();
+  const target::MachineInfo m = target::describe_machine();
+  const Artifact good = find_track("simd")->lower(c, m, {});
+  const Artifact comp = compose_regimes(c, good, refusing(good), {0, {DType::bf16, DType::f16}});
+  const RegimesParts parts = regimes_parts(comp.knobs);
+  EXPECT_EQ(parts.route.first_dtypes, (std::vector<DType>{DType::bf16, DType::f16}));
+  EXPECT_THROW(
+      regimes_parts(Knobs{{"small", "{}"}, {"large", "{}"}, {"below_io_bytes", "0"}, {"dtypes", "f99"}}),
+      Error);
+  const int lowp = expect_routing(c, comp, [](const cases::Case& k) { return k.dtype != DType::f32; });
+  EXPECT_GT(lowp, 0);
+  EXPECT_LT(lowp, c.contract.standard.count);
 }
 
 }  // namespace
