@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The table of scripts/evolve_experiment.sh: per operator the gap before and after Evolution (as the search
 measured it and re-measured back to back), the aggregate time, Adams2019 and the hidden set. Usage:
-scripts/evolve_report.py OUT_DIR."""
+scripts/evolve_report.py OUT_DIR [OUT_DIR...] (one table over the operators of every directory, each with its
+own store: experiments run as parallel workers)."""
 import json, math, os, sqlite3, sys
-out = sys.argv[1]
-db = sqlite3.connect(os.path.join(out, 'evo.db'))
-ops = [l.split()[0] for l in open(os.path.join(out, 'progress.txt')) if l.strip() and l.split()[0] != 'done']
+runs = []  # (out dir, store, operator)
+for out in sys.argv[1:]:
+    db = sqlite3.connect(os.path.join(out, 'evo.db'))
+    runs += [(out, db, l.split()[0]) for l in open(os.path.join(out, 'progress.txt')) if l.strip() and l.split()[0] != 'done']
 
 def find_cases(o):
     if isinstance(o, dict):
@@ -20,7 +22,7 @@ rows, halved, beat, both, tb, ta = [], 0, 0, 0, 0.0, 0.0
 print('| operator | track after | rounds | stop | efficiency before → after | gap before → after | gap ratio | total s before → after | re-measured gap ratio | vs Adams2019 | hidden |')
 print('|---|---|---|---|---|---|---|---|---|---|---|')
 hidden_scores, hidden_pass, hidden_total, rm_halved, rm_n = [], 0, 0, 0, 0
-for op in ops:
+for out, db, op in runs:
     try:
         d = json.load(open(os.path.join(out, op + '.evolve.json')))
     except Exception as e:
@@ -66,7 +68,7 @@ for op in ops:
         pass
     print(f'| {op} | {ev["track"]} | {len(ev["rounds"]) - 1} | {ev["stop_reason"]} | {b["mean_efficiency"]:.3f} → {a["mean_efficiency"]:.3f} | '
           f'{gb:.3f} → {ga:.3f} | {ga / gb:.2f} | {b["total_s"]:.4g} → {a["total_s"]:.4g} | {rm} | {adams} | {hid} |')
-n = len(ops)
+n = len(runs)
 print(f'\ngap halved on {halved} of {n} (re-measured: {rm_halved} of {rm_n}); aggregate time {tb:.4g} s → {ta:.4g} s; beats Adams2019 on {beat} of {both} operators both run')
 if hidden_scores:
     print(f'hidden set: mean score {sum(hidden_scores) / len(hidden_scores):.1f} over {len(hidden_scores)} operators; {hidden_pass}/{hidden_total} cases pass')

@@ -177,6 +177,7 @@ void add_bench_command(CLI::App& app) {
     const router::Key key{router::target_key(m)};
     const bool record = !o->no_baseline && set == cases::Set::Standard && !o->evolved;
     std::vector<std::string> row_names;  // one row per operator and name: the tracks, or "evolved"
+    row_names.reserve(tracks.size() + 1);
     for (const tracks::Track* t : tracks) row_names.emplace_back(t->name());
     if (o->evolved) row_names.emplace_back("evolved");
     nlohmann::json doc{
