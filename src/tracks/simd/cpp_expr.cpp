@@ -353,7 +353,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
 // that carries both the value and its position does not vectorize; rows under 16 elements still take that
 // single plain pass, cheaper than two.
 std::string CppExprEmitter::arg_reduce(const Expr& e, std::string& pre, const std::string& ind) {
-  const std::string r = fresh("r");
+  std::string r = fresh("r");
   const bool is_max = e.reduce == ReduceOp::ArgMax;
   const char* cmp = is_max ? ">" : "<";
   const te::ReduceVar& rv = e.rvars[0];
