@@ -225,7 +225,6 @@ std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Var
     if (v.correct() && !is_composite(v.track) && (!base || fitter(v, *base))) base = &v;
   if (!base) return std::nullopt;
   struct Plan {
-    const Variant *small = nullptr, *large = nullptr;
     double efficiency = 0;
     json knobs;
     std::string what;
@@ -239,7 +238,7 @@ std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Var
     if (best && e <= best->efficiency) return;
     route["small"] = part(small);
     route["large"] = part(large);
-    best = Plan{&small, &large, e, std::move(route), std::move(what)};
+    best = Plan{e, std::move(route), std::move(what)};
   };
   for (const Variant& v : all) {
     if (&v == base || !v.correct() || is_composite(v.track)) continue;
@@ -536,10 +535,10 @@ std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contr
 
 std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash) {
   auto q = db.prepare(
-      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(v.efficiency, 0) FROM evolution_rounds e JOIN "
-      "evolution_variants v ON v.id = e.best_id JOIN runs r ON r.id = e.run_id WHERE r.command = 'evolve' "
-      "AND "
-      "r.contract_hash = ? AND e.stop_reason IS NOT NULL ORDER BY e.run_id DESC, e.round DESC LIMIT 1");
+      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(v.efficiency, 0) FROM evolution_rounds e "
+      "JOIN evolution_variants v ON v.id = e.best_id JOIN runs r ON r.id = e.run_id "
+      "WHERE r.command = 'evolve' AND r.contract_hash = ? AND e.stop_reason IS NOT NULL "
+      "ORDER BY e.run_id DESC, e.round DESC LIMIT 1");
   q.bind(1, contract_hash);
   if (!q.step()) return std::nullopt;
   return Evolved{q.column_int64(0), q.column_text(1), json::parse(q.column_text(2)), q.column_double(3)};
