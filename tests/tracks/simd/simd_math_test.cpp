@@ -82,6 +82,19 @@ TEST(Prelude, HalfConversionsMatchCoreExactly) {
     ASSERT_EQ(cake_f32_to_f16(f), cake::f32_to_f16_bits(f)) << f;
     ASSERT_EQ(cake_f32_to_bf16(f), cake::f32_to_bf16_bits(f)) << f;
   }
+  // A stride through all float bit patterns: both signs, zeros, f16 subnormals, ties, overflow, NaNs.
+  for (uint64_t v = 0; v < (uint64_t{1} << 32); v += 101) {
+    const auto u = static_cast<uint32_t>(v);
+    float f;
+    std::memcpy(&f, &u, 4);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(cake::f16_bits_to_f32(cake_f32_to_f16(f)))) << u;
+      EXPECT_TRUE(std::isnan(cake::bf16_bits_to_f32(cake_f32_to_bf16(f)))) << u;
+      continue;
+    }
+    ASSERT_EQ(cake_f32_to_f16(f), cake::f32_to_f16_bits(f)) << u;
+    ASSERT_EQ(cake_f32_to_bf16(f), cake::f32_to_bf16_bits(f)) << u;
+  }
   EXPECT_EQ(cake_f32_to_f16(65519.0f), 0x7bffu);  // just below the rounding boundary to infinity
   EXPECT_EQ(cake_f32_to_f16(65520.0f), 0x7c00u);
 }
