@@ -2,12 +2,15 @@
 """The table of scripts/evolve_experiment.sh: per operator the gap before and after Evolution (as the search
 measured it and re-measured back to back), the aggregate time, Adams2019 and the hidden set. Usage:
 scripts/evolve_report.py OUT_DIR [OUT_DIR...] (one table over the operators of every directory, each with its
-own store: experiments run as parallel workers)."""
+own store: experiments run as parallel workers; an operator in several, the last one's)."""
 import json, math, os, sqlite3, sys
 runs = []  # (out dir, store, operator)
 for out in sys.argv[1:]:
     db = sqlite3.connect(os.path.join(out, 'evo.db'))
     runs += [(out, db, l.split()[0]) for l in open(os.path.join(out, 'progress.txt')) if l.strip() and l.split()[0] != 'done']
+# An operator in several directories (a re-run, say with a newer binary): the last directory's run counts.
+last = {op: i for i, (_, _, op) in enumerate(runs)}
+runs = [r for i, r in enumerate(runs) if last[r[2]] == i]
 
 def find_cases(o):
     if isinstance(o, dict):

@@ -117,19 +117,24 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
   std::string& pre = hoist ? *hoist_ : pre_in;
   const std::string& ind = hoist ? hoist_indent_ : ind_in;
   std::vector<std::string> idx;
-  std::string inside;  // padded reads: the in-bounds condition
+  std::vector<bool> trusted;  // padded reads: indices the caller proved in range
+  std::string inside;         // padded reads: the in-bounds condition
   const std::string id = fresh("i");
   for (size_t k = 0; k < e.args.size(); ++k) {
     const Expr& ix = *e.args[k];
     const std::string dim = emit_size_expr(*t.dims[k]);
-    if (ix.kind == ExprKind::Var && !e.padded) {  // a plain variable: proven in range by the checker
+    const bool in_range = in_range_slot_ >= 0 && te::any_of(ix, [&](const Expr& x) {
+                            return x.kind == ExprKind::Var && x.slot == in_range_slot_;
+                          });
+    trusted.push_back(in_range);
+    if (ix.kind == ExprKind::Var && (!e.padded || in_range)) {  // a plain variable: proven in range
       idx.push_back(emit(ix, pre, ind));
       continue;
     }
     const std::string name = fmt::format("{}_{}", id, k);
     const std::string value = emit(ix, pre, ind);
     pre += fmt::format("{}int64_t {} = {};\n", ind, name, value);
-    if (e.padded) {
+    if (e.padded && !in_range) {
       inside += fmt::format("{}((uint64_t){} < (uint64_t){})", inside.empty() ? "" : " && ", name, dim);
     } else if (te::contains(ix, ExprKind::Read)) {  // data-dependent: checked here, reported through err
       pre += fmt::format(
@@ -143,8 +148,9 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     value = access_(e.slot, idx);
   } else {
     const std::string ok = id + "_in";
-    pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside);
-    for (std::string& i : idx) i = fmt::format("({} ? {} : 0)", ok, i);  // never address outside the tensor
+    pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside.empty() ? "true" : inside);
+    for (size_t k = 0; k < idx.size(); ++k)  // never address outside the tensor
+      if (!trusted[k]) idx[k] = fmt::format("({} ? {} : 0)", ok, idx[k]);
     const std::string pad = e.pad_value ? emit(*e.pad_value, pre, ind) : "0";
     value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type),
                         pad);

@@ -37,6 +37,9 @@ class CppExprEmitter {
   }
   // Emits `text` in place of the sub-expression e (the contraction skeleton's accumulated sum).
   void substitute(const te::Expr* e, std::string text) { subst_.emplace_back(e, std::move(text)); }
+  // Padded reads take every index that uses variable slot `slot` as in range (no bounds test, no clamp):
+  // for the interior of a stencil row, where the caller has proven it.
+  void assume_in_range_along(int slot) { in_range_slot_ = slot; }
   // The C++ type of an expression of this TE type.
   std::string type_of(te::Type t) const;
 
@@ -59,6 +62,7 @@ class CppExprEmitter {
   std::vector<std::pair<const te::Expr*, std::string>> subst_;
   int depth_ = 0;  // reductions entered
   int hoist_slot_ = -1;
+  int in_range_slot_ = -1;
   std::string* hoist_ = nullptr;
   std::string hoist_indent_;
 };

@@ -23,6 +23,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.acc = k.choice("acc");
   o.fuse_rows = k.choice("fusion") == "rows";
   o.vectorize = k.boolean("vectorize");
+  o.interchange = k.boolean("interchange");
   o.unroll = static_cast<int>(k.integer("unroll"));
   o.threads = static_cast<int>(k.integer("threads"));
   o.parallel_min_work = k.integer("parallel_min_work");
@@ -118,6 +119,10 @@ class Lowering {
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
+  std::string emit_statement_loops(int si, int prefix, const std::string& ind);
+  const Expr* stencil_reduction(int si, int prefix) const;
+  std::string emit_interchanged(int si, int prefix, const std::string& ind, const Expr& red);
+  std::string assign(int si, const std::string& value, const std::string& ind) const;
   std::string emit_accumulate(int si);
 
   const CheckedContract& c_;
@@ -312,8 +317,214 @@ std::string Lowering::extents_product(const Stmt& s, int from, int to) const {
   return w;
 }
 
-// The loops over axes [prefix, n_domain) of statement si and the element computation inside them.
-std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind0) {
+namespace {
+// Rows shorter than this keep the reduction innermost (an interchanged update loop this short would run
+// scalar with its loop overhead per reduction step).
+constexpr int kInterchangeMinRow = 16;
+}  // namespace
+
+// The loops over axes [prefix, n_domain) of statement si and the element computation inside them; a
+// stencil-like reduction is interchanged with the innermost axis when that axis is long enough.
+std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind) {
+  const Expr* red = stencil_reduction(si, prefix);
+  if (!red) return emit_statement_loops(si, prefix, ind);
+  const Stmt& s = stmt(si);
+  return fmt::format("{}if ({} >= {}) {{\n{}{}}} else {{\n{}{}}}\n", ind,
+                     emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]), kInterchangeMinRow,
+                     emit_interchanged(si, prefix, ind + "  ", *red), ind,
+                     emit_statement_loops(si, prefix, ind + "  "), ind);
+}
+
+// Statement si's target element at the domain variables := value.
+std::string Lowering::assign(int si, const std::string& value, const std::string& ind) const {
+  const Stmt& s = stmt(si);
+  std::vector<std::string> idx;
+  idx.reserve(static_cast<size_t>(s.n_domain));
+  for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+  if (storage_[static_cast<size_t>(s.tensor)] == Storage::Direct)
+    return ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
+  return fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
+}
+
+namespace {
+bool uses_var(const Expr& e, int slot) {
+  return te::any_of(e, [slot](const Expr& x) { return x.kind == ExprKind::Var && x.slot == slot; });
+}
+
+// e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
+// form (j under a division, a call or a read, or multiplied by itself).
+std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int j, CppExprEmitter& em,
+                                                             std::string& pre, const std::string& ind) {
+  if (!uses_var(e, j)) return std::make_pair(std::string("INT64_C(0)"), "(" + em.emit(e, pre, ind) + ")");
+  if (e.kind == ExprKind::Var) return std::make_pair(std::string("INT64_C(1)"), std::string("INT64_C(0)"));
+  if (e.kind == ExprKind::Unary && e.op == te::Op::Neg) {
+    const auto a = affine_in(*e.args[0], j, em, pre, ind);
+    if (!a) return std::nullopt;
+    return std::make_pair("-(" + a->first + ")", "-(" + a->second + ")");
+  }
+  if (e.kind != ExprKind::Binary) return std::nullopt;
+  if (e.op == te::Op::Add || e.op == te::Op::Sub) {
+    const auto a = affine_in(*e.args[0], j, em, pre, ind), b = affine_in(*e.args[1], j, em, pre, ind);
+    if (!a || !b) return std::nullopt;
+    const char* op = e.op == te::Op::Add ? "+" : "-";
+    return std::make_pair(fmt::format("({} {} {})", a->first, op, b->first),
+                          fmt::format("({} {} {})", a->second, op, b->second));
+  }
+  if (e.op != te::Op::Mul) return std::nullopt;
+  for (size_t side = 0; side < 2; ++side) {
+    const Expr& k = *e.args[side];
+    if (uses_var(k, j)) continue;
+    const auto a = affine_in(*e.args[1 - side], j, em, pre, ind);
+    if (!a) return std::nullopt;
+    const std::string f = em.emit(k, pre, ind);
+    return std::make_pair(fmt::format("({}) * {}", f, a->first), fmt::format("({}) * {}", f, a->second));
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+// The one float sum / max / min of statement si's right-hand side when interchanging it with the
+// innermost domain axis j makes a vectorizable loop over j: its reduction bounds do not depend on j,
+// and its body reads some tensor along j in the last (contiguous) axis and reads none along j in any
+// other axis. Stencils (convolutions, pooling) and i-k-j matrix products are of this kind.
+const Expr* Lowering::stencil_reduction(int si, int prefix) const {
+  const Stmt& s = stmt(si);
+  if (!o_.interchange || !o_.vectorize || s.accumulate || s.n_domain - 1 < prefix) return nullptr;
+  const int j = s.n_domain - 1;
+  const Expr* red = nullptr;
+  int reductions = 0;
+  te::any_of(*s.rhs, [&](const Expr& e) {
+    if (e.kind == ExprKind::Reduce) red = &e, ++reductions;
+    return false;
+  });
+  if (reductions != 1 || red->args[0]->type != te::Type::Float) return nullptr;
+  if (red->reduce != te::ReduceOp::Sum && red->reduce != te::ReduceOp::Max &&
+      red->reduce != te::ReduceOp::Min)
+    return nullptr;
+  for (const te::ReduceVar& rv : red->rvars)
+    if (rv.lo && (uses_var(*rv.lo, j) || uses_var(*rv.hi, j))) return nullptr;
+  bool along_last = false, elsewhere = false;
+  te::any_of(*red->args[0], [&](const Expr& e) {
+    if (e.kind != ExprKind::Read) return false;
+    for (size_t a = 0; a < e.args.size(); ++a) {
+      if (te::contains(*e.args[a], ExprKind::Read)) elsewhere = true;  // data-dependent: a gather
+      if (!uses_var(*e.args[a], j)) continue;
+      (a + 1 == e.args.size() ? along_last : elsewhere) = true;
+    }
+    return false;
+  });
+  return along_last && !elsewhere ? red : nullptr;
+}
+
+// Statement si with its reduction `red` outside the innermost axis j: a per-thread row of accumulators
+// over j, updated by `omp simd` loops over j per reduction step (each output's terms combined in the
+// reduction's order: bit-identical to the sequential reduction-innermost nest), then the rest of the
+// right-hand side per element. Each
+// step splits j into the interior, where every padded read along j is in range (its reads neither tested
+// nor clamped there: contiguous when the stride is 1), and the guarded borders.
+std::string Lowering::emit_interchanged(int si, int prefix, const std::string& ind0, const Expr& red) {
+  const Stmt& s = stmt(si);
+  const int j = s.n_domain - 1;
+  const std::string jv = var_id(s.vars[static_cast<size_t>(j)]);
+  const std::string row = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]);
+  const bool select = red.reduce != te::ReduceOp::Sum;
+  const std::string acc = select ? real_ : acc_;
+  const std::string a = fmt::format("row{}", next_scratch_);
+  std::string out = fmt::format("{}{}* {} = cake_scratch<{}>({}, (size_t)({}));\n", ind0, acc, a, acc,
+                                next_scratch_++, row);
+  std::string ind = ind0;
+  const auto open = [&](const std::string& v, const std::string& from, const std::string& to, bool simd) {
+    if (simd) out += ind + "#pragma omp simd\n";
+    out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", ind, v, from, v, to, v);
+    ind += "  ";
+  };
+  const auto close = [&] {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  };
+  const auto emitter = [&] {
+    return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize},
+                          [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+  };
+  for (int k = prefix; k < j; ++k) {
+    const auto slot = static_cast<size_t>(k);
+    open(var_id(s.vars[slot]), "0", emit_size_expr(*s.var_extent[slot]), false);
+  }
+  const char* identity = red.reduce == te::ReduceOp::Sum   ? "0"
+                         : red.reduce == te::ReduceOp::Max ? "-INFINITY"
+                                                           : "INFINITY";
+  open(jv, "0", row, true);
+  out += fmt::format("{}{}[{}] = {};\n", ind, a, jv, identity);
+  close();
+  CppExprEmitter outer = emitter();
+  for (const te::ReduceVar& rv : red.rvars) {
+    const std::string v = var_id(s.vars.at(static_cast<size_t>(rv.slot)));
+    std::string pre;
+    const std::string lo = rv.lo ? outer.emit(*rv.lo, pre, ind) : "0";
+    const std::string hi = rv.lo ? outer.emit(*rv.hi, pre, ind) : emit_size_expr(*rv.extent);
+    out += pre;
+    open(v, lo, hi, false);
+  }
+  // One reduction step over j in [from, to).
+  const auto step = [&](const std::string& from, const std::string& to, bool interior) {
+    open(jv, from, to, true);
+    CppExprEmitter em = emitter();
+    if (interior) em.assume_in_range_along(j);
+    std::string pre;
+    const std::string term = em.emit(*red.args[0], pre, ind);
+    out += pre + fmt::format("{}const {} x = ({}){};\n", ind, acc, acc, term);
+    if (select) {  // the first NaN sticks: no later comparison with it holds
+      out += fmt::format("{}{}[{}] = x != x || x {} {}[{}] ? x : {}[{}];\n", ind, a, jv,
+                         red.reduce == te::ReduceOp::Max ? ">" : "<", a, jv, a, jv);
+    } else {
+      out += fmt::format("{}{}[{}] += x;\n", ind, a, jv);
+    }
+    close();
+  };
+  // The interior from each padded read's last index c·j + o and extent W: ceil(-o / c) <= j <= floor((W - 1
+  // - o) / c) when c > 0; empty otherwise.
+  std::string pre, bounds;
+  bool affine = true;
+  te::any_of(*red.args[0], [&](const Expr& e) {
+    if (e.kind != ExprKind::Read || !e.padded || !uses_var(*e.args.back(), j)) return false;
+    const auto co = affine_in(*e.args.back(), j, outer, pre, ind);
+    if (!co) {
+      affine = false;
+      return false;
+    }
+    bounds += fmt::format(
+        "{}{{\n{}  const int64_t c = {}, o = {};\n{}  if (c > 0) {{\n{}    lo = cake_max64(lo, "
+        "-cake_floordiv(o, "
+        "c));\n{}    hi = cake_min64(hi, cake_floordiv({} - 1 - o, c) + 1);\n{}  }} else {{\n{}    hi = "
+        "0;\n{}  "
+        "}}\n{}}}\n",
+        ind, ind, co->first, co->second, ind, ind, ind, emit_size_expr(*tensor(e.slot).dims.back()), ind, ind,
+        ind, ind);
+    return false;
+  });
+  if (affine && !bounds.empty()) {
+    out += pre + fmt::format("{}int64_t lo = 0, hi = {};\n", ind, row) + bounds;
+    out += fmt::format("{}lo = cake_min64(lo, {});\n{}hi = cake_max64(hi, lo);\n", ind, row, ind);
+    step("0", "lo", false);
+    step("lo", "hi", true);
+    step("hi", row, false);
+  } else {
+    step("0", row, false);
+  }
+  for (size_t d = 0; d < red.rvars.size(); ++d) close();
+  open(jv, "0", row, true);
+  CppExprEmitter rest = emitter();
+  rest.substitute(&red, fmt::format("{}[{}]", a, jv));
+  pre.clear();
+  const std::string value = rest.emit(*s.rhs, pre, ind);
+  out += pre + assign(si, value, ind);
+  close();
+  for (int k = prefix; k < j; ++k) close();
+  return out;
+}
+
+// The loops over axes [prefix, n_domain) of statement si, in order, and the element computation inside.
+std::string Lowering::emit_statement_loops(int si, int prefix, const std::string& ind0) {
   const Stmt& s = stmt(si);
   std::string outer, inner_head, hoist, ind = ind0;
   const bool inner_simd = o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce);
@@ -337,16 +548,7 @@ std::string Lowering::emit_statement_body(int si, int prefix, const std::string&
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
   const std::string value = em.emit(*s.rhs, pre, ind);
-  std::vector<std::string> idx;
-  idx.reserve(static_cast<size_t>(s.n_domain));
-  for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
-  std::string out = outer + hoist + inner_head + pre;
-  const Storage st = storage_[static_cast<size_t>(s.tensor)];
-  if (st == Storage::Direct) {
-    out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
-  } else {
-    out += fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
-  }
+  std::string out = outer + hoist + inner_head + pre + assign(si, value, ind);
   for (int k = s.n_domain - 1; k >= prefix; --k) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";

@@ -3,7 +3,9 @@
 // consecutive statements that share their leading axes are fused into one parallel loop over those
 // axes ("rows"), so per-row intermediates (softmax's exp row, rms_norm's sum) live in a small per-thread
 // buffer instead of memory. Scatter statements (`+=`) run in parallel over an axis that indexes the
-// target directly, serially otherwise.
+// target directly, serially otherwise. A reduction whose body reads along the innermost axis contiguously
+// (convolution, pooling: y[.., j] = Σ_k w[k] · x?[.., j·S + k - P]) is interchanged with that axis, so the
+// loop over j is the vectorized one instead of a few-tap scalar loop per output.
 #pragma once
 
 #include <string>
@@ -17,9 +19,10 @@ struct LoopNestOptions {
   std::string compute = "f32";  // Float expressions: f32 | f64
   std::string acc = "f32";      // sum / prod accumulators: f32 | f64
   bool fuse_rows = true;
-  bool vectorize = true;  // `#pragma omp simd` on innermost loops and reductions
-  int unroll = 1;         // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
-  int threads = 0;        // OpenMP threads; 0 = all
+  bool vectorize = true;    // `#pragma omp simd` on innermost loops and reductions
+  bool interchange = true;  // stencil-like reductions run outside the innermost axis, vectorized along it
+  int unroll = 1;           // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
+  int threads = 0;          // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
   int64_t serial_below = 0;  // below this many I/O elements, a copy of the kernel without OpenMP regions runs
   bool gemm =

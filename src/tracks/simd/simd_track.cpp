@@ -101,6 +101,9 @@ class SimdTrack final : public Track {
                  "type of float expressions");
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");
     k.add_bool("vectorize", true, "#pragma omp simd on innermost loops and reductions");
+    k.add_bool("interchange", true,
+               "a reduction reading along the innermost axis (convolution, pooling) runs outside it, as "
+               "vectorized updates of a row of accumulators");
     k.add_int("unroll", {1, 2, 4, 8}, 1,
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,

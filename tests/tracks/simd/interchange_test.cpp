@@ -1,0 +1,102 @@
+// The simd track's reduction interchange (knob interchange): a stencil reduction runs outside the innermost
+// axis as vectorized updates of a row of accumulators, split into an interior with unguarded reads and
+// guarded borders. Each output's terms are combined in the same order as in the reduction-innermost nest,
+// so both nests must give bit-identical outputs, NaNs included, on the standard cases and on shapes chosen
+// for their borders (padding wider than the window, strides of 3, rows that are all border).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "build/build_service.h"
+#include "build/kernel.h"
+#include "cases/cases.h"
+#include "contract/contract.h"
+#include "eval/conformance.h"
+#include "target/machine.h"
+#include "tracks/track.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Op {
+  std::string name;
+  std::vector<std::map<std::string, int64_t>> border_shapes;
+};
+
+void PrintTo(const Op& op, std::ostream* os) {
+  *os << op.name;
+}
+
+class Interchange : public ::testing::TestWithParam<Op> {};
+
+build::BuildResult lower_and_build(const CheckedContract& c, bool interchange, std::string* source) {
+  const tracks::Artifact a = tracks::find_track("simd")->lower(
+      c, target::describe_machine(),
+      tracks::Knobs::from_json({{"interchange", interchange ? "true" : "false"}}));
+  *source = a.files.front().text;
+  return build::build(a);
+}
+
+// Equal bits, or both NaN (payloads may differ).
+bool same(const Tensor& a, const Tensor& b, int64_t i) {
+  const double x = a.get(i), y = b.get(i);
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
+
+TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
+  const CheckedContract c =
+      load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (GetParam().name + ".yaml")).string());
+  std::string on_src, off_src;
+  const build::BuildResult on = lower_and_build(c, true, &on_src), off = lower_and_build(c, false, &off_src);
+  ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
+  ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
+  ASSERT_NE(on_src.find("int64_t lo = 0, hi = "), std::string::npos) << "the interior split is generated";
+  ASSERT_EQ(off_src.find("int64_t lo = 0, hi = "), std::string::npos);
+  const build::Kernel k_on(on.library), k_off(off.library);
+
+  // The interchanged kernel against the reference.
+  for (const eval::CaseOutcome& o : eval::check_kernel(k_on, c, cases::Set::Standard))
+    EXPECT_TRUE(o.pass) << o.str();
+
+  std::vector<cases::Case> all = cases::make_cases(c, cases::Set::Standard);
+  for (const auto& shape : GetParam().border_shapes)
+    for (const DType dt : {DType::f32, DType::bf16}) all.push_back(cases::make_case(c, shape, dt));
+  int rows_at_least_16 = 0;
+  for (const cases::Case& k : all) {
+    std::vector<Tensor> in = cases::make_inputs(c, k);
+    for (int64_t i = 5; i < in[0].numel(); i += 1009) in[0].set(i, std::nan(""));  // NaNs must propagate
+    std::vector<Tensor> out_on = cases::make_outputs(c, k), out_off = cases::make_outputs(c, k);
+    const std::vector<double> params = cases::kernel_params(c, k);
+    ASSERT_EQ(k_on.run(in, out_on, params), 0) << k.describe();
+    ASSERT_EQ(k_off.run(in, out_off, params), 0) << k.describe();
+    const Tensor &a = out_on[0], &b = out_off[0];
+    const Shape& shape = a.shape();
+    rows_at_least_16 += shape.back() >= 16;
+    for (int64_t i = 0; i < a.numel(); ++i)
+      ASSERT_TRUE(same(a, b, i)) << k.describe() << " element " << i << ": " << a.get(i) << " vs "
+                                 << b.get(i);
+  }
+  EXPECT_GT(rows_at_least_16, 2) << "cases that take the interchanged nest";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stencils, Interchange,
+    ::testing::Values(
+        Op{"maxpool2d",
+           {{{"N", 1}, {"C", 2}, {"H", 9}, {"W", 50}, {"KH", 5}, {"KW", 5}, {"S", 3}, {"P", 2}},
+            {{"N", 1}, {"C", 3}, {"H", 4}, {"W", 17}, {"KH", 2}, {"KW", 2}, {"S", 1}, {"P", 1}}}},
+        Op{"depthwise_conv2d",
+           {{{"N", 1}, {"C", 2}, {"H", 9}, {"W", 40}, {"KH", 7}, {"KW", 7}, {"S", 3}, {"P", 3}},
+            {{"N", 1}, {"C", 3}, {"H", 5}, {"W", 33}, {"KH", 2}, {"KW", 1}, {"S", 1}, {"P", 3}}}},
+        Op{"conv2d",
+           {{{"N", 1}, {"C", 2}, {"O", 3}, {"H", 6}, {"W", 45}, {"KH", 3}, {"KW", 5}, {"S", 2}, {"P", 2}},
+            {{"N", 1}, {"C", 1}, {"O", 2}, {"H", 3}, {"W", 20}, {"KH", 1}, {"KW", 2}, {"S", 1}, {"P", 3}}}}),
+    [](const ::testing::TestParamInfo<Op>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace cake
