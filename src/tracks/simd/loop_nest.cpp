@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <regex>
 #include <set>
 
 #include "contract/printer.h"
@@ -352,19 +353,22 @@ bool uses_var(const Expr& e, int slot) {
 }
 
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
-// form (j under a division, a call or a read, or multiplied by itself).
+// form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
+// stride) is named in *stride.
 std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int j, CppExprEmitter& em,
-                                                             std::string& pre, const std::string& ind) {
+                                                             std::string& pre, const std::string& ind,
+                                                             std::string* stride) {
   if (!uses_var(e, j)) return std::make_pair(std::string("INT64_C(0)"), "(" + em.emit(e, pre, ind) + ")");
   if (e.kind == ExprKind::Var) return std::make_pair(std::string("INT64_C(1)"), std::string("INT64_C(0)"));
   if (e.kind == ExprKind::Unary && e.op == te::Op::Neg) {
-    const auto a = affine_in(*e.args[0], j, em, pre, ind);
+    const auto a = affine_in(*e.args[0], j, em, pre, ind, stride);
     if (!a) return std::nullopt;
     return std::make_pair("-(" + a->first + ")", "-(" + a->second + ")");
   }
   if (e.kind != ExprKind::Binary) return std::nullopt;
   if (e.op == te::Op::Add || e.op == te::Op::Sub) {
-    const auto a = affine_in(*e.args[0], j, em, pre, ind), b = affine_in(*e.args[1], j, em, pre, ind);
+    const auto a = affine_in(*e.args[0], j, em, pre, ind, stride),
+               b = affine_in(*e.args[1], j, em, pre, ind, stride);
     if (!a || !b) return std::nullopt;
     const char* op = e.op == te::Op::Add ? "+" : "-";
     return std::make_pair(fmt::format("({} {} {})", a->first, op, b->first),
@@ -374,9 +378,10 @@ std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int 
   for (size_t side = 0; side < 2; ++side) {
     const Expr& k = *e.args[side];
     if (uses_var(k, j)) continue;
-    const auto a = affine_in(*e.args[1 - side], j, em, pre, ind);
+    const auto a = affine_in(*e.args[1 - side], j, em, pre, ind, stride);
     if (!a) return std::nullopt;
     const std::string f = em.emit(k, pre, ind);
+    if (k.kind == ExprKind::Size && stride->empty()) *stride = f;
     return std::make_pair(fmt::format("({}) * {}", f, a->first), fmt::format("({}) * {}", f, a->second));
   }
   return std::nullopt;
@@ -483,30 +488,45 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   };
   // The interior from each padded read's last index c·j + o and extent W: ceil(-o / c) <= j <= floor((W - 1
   // - o) / c) when c > 0; empty otherwise.
-  std::string pre, bounds;
+  std::string pre, bounds, stride;
   bool affine = true;
   te::any_of(*red.args[0], [&](const Expr& e) {
     if (e.kind != ExprKind::Read || !e.padded || !uses_var(*e.args.back(), j)) return false;
-    const auto co = affine_in(*e.args.back(), j, outer, pre, ind);
+    const auto co = affine_in(*e.args.back(), j, outer, pre, ind, &stride);
     if (!co) {
       affine = false;
       return false;
     }
-    bounds += fmt::format(
-        "{}{{\n{}  const int64_t c = {}, o = {};\n{}  if (c > 0) {{\n{}    lo = cake_max64(lo, "
-        "-cake_floordiv(o, "
-        "c));\n{}    hi = cake_min64(hi, cake_floordiv({} - 1 - o, c) + 1);\n{}  }} else {{\n{}    hi = "
-        "0;\n{}  "
-        "}}\n{}}}\n",
-        ind, ind, co->first, co->second, ind, ind, ind, emit_size_expr(*tensor(e.slot).dims.back()), ind, ind,
-        ind, ind);
+    const std::string extent = emit_size_expr(*tensor(e.slot).dims.back());
+    bounds += fmt::format("{}{{\n", ind);
+    bounds += fmt::format("{}  const int64_t c = {}, o = {};\n", ind, co->first, co->second);
+    bounds += fmt::format("{}  if (c > 0) {{\n", ind);
+    bounds += fmt::format("{}    lo = cake_max64(lo, -cake_floordiv(o, c));\n", ind);
+    bounds += fmt::format("{}    hi = cake_min64(hi, cake_floordiv({} - 1 - o, c) + 1);\n", ind, extent);
+    bounds += fmt::format("{}  }} else {{\n{}    hi = 0;\n{}  }}\n{}}}\n", ind, ind, ind, ind);
     return false;
   });
   if (affine && !bounds.empty()) {
     out += pre + fmt::format("{}int64_t lo = 0, hi = {};\n", ind, row) + bounds;
     out += fmt::format("{}lo = cake_min64(lo, {});\n{}hi = cake_max64(hi, lo);\n", ind, row, ind);
     step("0", "lo", false);
-    step("lo", "hi", true);
+    if (std::regex_match(stride, std::regex("[A-Za-z_][A-Za-z0-9_]*"))) {
+      // A stride known at compile time makes strided reads permutes instead of gathers (2x on maxpool2d's
+      // stride-2 cases): strides 1 and 2 get their own copy, the size shadowed by a constant.
+      for (const int k : {1, 2}) {
+        out += fmt::format("{}{}if ({} == {}) {{\n", ind, k == 1 ? "" : "} else ", stride, k);
+        ind += "  ";
+        out += fmt::format("{}const int64_t {} = {};\n", ind, stride, k);
+        step("lo", "hi", true);
+        ind.resize(ind.size() - 2);
+      }
+      out += ind + "} else {\n";
+      ind += "  ";
+      step("lo", "hi", true);
+      close();
+    } else {
+      step("lo", "hi", true);
+    }
     step("hi", row, false);
   } else {
     step("0", row, false);

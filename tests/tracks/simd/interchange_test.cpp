@@ -1,8 +1,9 @@
 // The simd track's reduction interchange (knob interchange): a stencil reduction runs outside the innermost
-// axis as vectorized updates of a row of accumulators, split into an interior with unguarded reads and
-// guarded borders. Each output's terms are combined in the same order as in the reduction-innermost nest,
-// so both nests must give bit-identical outputs, NaNs included, on the standard cases and on shapes chosen
-// for their borders (padding wider than the window, strides of 3, rows that are all border).
+// axis as vectorized updates of a row of accumulators, split into an interior with unguarded reads (with
+// copies for strides 1 and 2) and guarded borders. Each output's terms are combined in the same order as in
+// the reduction-innermost nest, so both nests must give bit-identical outputs, NaNs included, on the standard
+// cases and on shapes chosen for their borders (padding wider than the window, strides of 3, rows that are
+// all border).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +57,7 @@ TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
   ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
   ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
   ASSERT_NE(on_src.find("int64_t lo = 0, hi = "), std::string::npos) << "the interior split is generated";
+  ASSERT_NE(on_src.find("const int64_t s_S = 2;"), std::string::npos) << "stride 2 has its own copy";
   ASSERT_EQ(off_src.find("int64_t lo = 0, hi = "), std::string::npos);
   const build::Kernel k_on(on.library), k_off(off.library);
 
