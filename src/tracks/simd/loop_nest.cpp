@@ -424,9 +424,8 @@ const Expr* Lowering::stencil_reduction(int si, int prefix) const {
 // Statement si with its reduction `red` outside the innermost axis j: a per-thread row of accumulators
 // over j, updated by `omp simd` loops over j per reduction step (each output's terms combined in the
 // reduction's order: bit-identical to the sequential reduction-innermost nest), then the rest of the
-// right-hand side per element. Each
-// step splits j into the interior, where every padded read along j is in range (its reads neither tested
-// nor clamped there: contiguous when the stride is 1), and the guarded borders.
+// right-hand side per element. Each step splits j into the interior, where every padded read along j is in
+// range (its reads neither tested nor clamped there), and the guarded borders.
 std::string Lowering::emit_interchanged(int si, int prefix, const std::string& ind0, const Expr& red) {
   const Stmt& s = stmt(si);
   const int j = s.n_domain - 1;
