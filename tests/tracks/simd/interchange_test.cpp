@@ -6,8 +6,9 @@
 // all border).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <filesystem>
 
 #include "build/build_service.h"
@@ -46,7 +47,7 @@ build::BuildResult lower_and_build(const CheckedContract& c, bool interchange, s
 bool same(const Tensor& a, const Tensor& b, int64_t i) {
   const double x = a.get(i), y = b.get(i);
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  return std::memcmp(&x, &y, sizeof x) == 0;
+  return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
 }
 
 TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
@@ -79,9 +80,10 @@ TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
     const Tensor &a = out_on[0], &b = out_off[0];
     const Shape& shape = a.shape();
     rows_at_least_16 += shape.back() >= 16;
-    for (int64_t i = 0; i < a.numel(); ++i)
+    for (int64_t i = 0; i < a.numel(); ++i) {
       ASSERT_TRUE(same(a, b, i)) << k.describe() << " element " << i << ": " << a.get(i) << " vs "
                                  << b.get(i);
+    }
   }
   EXPECT_GT(rows_at_least_16, 2) << "cases that take the interchanged nest";
 }
