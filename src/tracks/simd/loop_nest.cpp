@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "contract/printer.h"
@@ -124,6 +123,11 @@ class Lowering {
   const Expr* stencil_reduction(int si, int prefix) const;
   std::string emit_interchanged(int si, int prefix, const std::string& ind, const Expr& red);
   std::string assign(int si, const std::string& value, const std::string& ind) const;
+  // An expression emitter for statement s in this lowering's types, reading tensors through access().
+  CppExprEmitter emitter(const Stmt& s) {
+    return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize},
+                          [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+  }
   std::string emit_accumulate(int si);
 
   const CheckedContract& c_;
@@ -354,7 +358,7 @@ bool uses_var(const Expr& e, int slot) {
 
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
 // form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
-// stride) is named in *stride.
+// stride) is named in *stride, as its C identifier.
 std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int j, CppExprEmitter& em,
                                                              std::string& pre, const std::string& ind,
                                                              std::string* stride) {
@@ -446,10 +450,6 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   };
-  const auto emitter = [&] {
-    return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize},
-                          [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
-  };
   for (int k = prefix; k < j; ++k) {
     const auto slot = static_cast<size_t>(k);
     open(var_id(s.vars[slot]), "0", emit_size_expr(*s.var_extent[slot]), false);
@@ -460,7 +460,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   open(jv, "0", row, true);
   out += fmt::format("{}{}[{}] = {};\n", ind, a, jv, identity);
   close();
-  CppExprEmitter outer = emitter();
+  CppExprEmitter outer = emitter(s);
   for (const te::ReduceVar& rv : red.rvars) {
     const std::string v = var_id(s.vars.at(static_cast<size_t>(rv.slot)));
     std::string pre;
@@ -472,7 +472,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   // One reduction step over j in [from, to).
   const auto step = [&](const std::string& from, const std::string& to, bool interior) {
     open(jv, from, to, true);
-    CppExprEmitter em = emitter();
+    CppExprEmitter em = emitter(s);
     if (interior) em.assume_in_range_along(j);
     std::string pre;
     const std::string term = em.emit(*red.args[0], pre, ind);
@@ -509,7 +509,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     out += pre + fmt::format("{}int64_t lo = 0, hi = {};\n", ind, row) + bounds;
     out += fmt::format("{}lo = cake_min64(lo, {});\n{}hi = cake_max64(hi, lo);\n", ind, row, ind);
     step("0", "lo", false);
-    if (std::regex_match(stride, std::regex("[A-Za-z_][A-Za-z0-9_]*"))) {
+    if (!stride.empty()) {
       // A stride known at compile time makes strided reads permutes instead of gathers (2x on maxpool2d's
       // stride-2 cases): strides 1 and 2 get their own copy, the size shadowed by a constant.
       for (const int k : {1, 2}) {
@@ -532,7 +532,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   }
   for (size_t d = 0; d < red.rvars.size(); ++d) close();
   open(jv, "0", row, true);
-  CppExprEmitter rest = emitter();
+  CppExprEmitter rest = emitter(s);
   rest.substitute(&red, fmt::format("{}[{}]", a, jv));
   pre.clear();
   const std::string value = rest.emit(*s.rhs, pre, ind);
@@ -562,8 +562,7 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
                        emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
     ind += "  ";
   }
-  CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
-                    [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+  CppExprEmitter em = emitter(s);
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
   const std::string value = em.emit(*s.rhs, pre, ind);
@@ -612,8 +611,7 @@ std::string Lowering::emit_accumulate(int si) {
                        mine ? "hi" : emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
     ind += "  ";
   }
-  CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
-                    [this](int t, const std::vector<std::string>& idx) { return access(t, idx, 0); });
+  CppExprEmitter em = emitter(s);
   std::string pre;
   std::vector<std::string> idx;
   for (size_t a = 0; a < s.index.size(); ++a) {
@@ -774,8 +772,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += ind + "{\n";
     for (int a = 0; a < n; ++a)
       out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var_id(st.vars[static_cast<size_t>(a)]), a);
-    CppExprEmitter em(c_, st, {real_, acc_, o_.vectorize},
-                      [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+    CppExprEmitter em = emitter(st);
     if (m == 0) em.substitute(mm.reduce, fmt::format("(({})acc)", real_));
     std::string pre;
     const std::string value = em.emit(*st.rhs, pre, ind + "  ");
@@ -819,17 +816,10 @@ std::string Lowering::emit_group(const Group& g) {
     }
     if (n == 1) {
       // The single loop is the parallel one; its body has no loop of its own.
-      CppExprEmitter em(c_, s, {real_, acc_, o_.vectorize},
-                        [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+      CppExprEmitter em = emitter(s);
       std::string pre;
       const std::string value = em.emit(*s.rhs, pre, ind);
-      const std::vector<std::string> idx{var_id(s.vars[0])};
-      out += pre;
-      if (storage_[static_cast<size_t>(s.tensor)] == Storage::Direct) {
-        out += ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
-      } else {
-        out += fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
-      }
+      out += pre + assign(g.stmts[0], value, ind);
     } else {
       out += emit_statement_body(g.stmts[0], outer, ind);
     }
