@@ -1,13 +1,18 @@
 // Math for simd-track kernels (shipped into the build directory as cake_math.h): branch-free f32
 // exp / erf / sigmoid that the compiler can vectorize inside `#pragma omp simd` loops, NaN-propagating
-// min / max, and the error flag data-dependent index checks set. f64 overloads defer to <cmath>.
+// min / max, the error flag data-dependent index checks set, and the horizontal combines of a reduction's
+// vector lanes. f64 overloads defer to <cmath>.
 // Accuracy (f32): exp within 2 ulp; erf and 1+erf within ~3e-7 relative (Taylor series below 0.5, a
 // rational-exponential erfc fit above).
 #pragma once
 
+#include <hwy/highway.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 static inline void cake_set_error(int* err, int code) {
   __atomic_store_n(err, code, __ATOMIC_RELAXED);
@@ -103,3 +108,47 @@ static inline float cake_sigmoid(float x) {
 static inline double cake_sigmoid(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }
+
+// Horizontal combines of the vector lanes of a reduction (a GCC vector of 64 bytes, see lane_reduction in
+// the simd track): Highway vectors of the target's width, combined across the 64 bytes, then across lanes.
+namespace cake_lanes {
+namespace hn = hwy::HWY_NAMESPACE;
+template <class V>
+using elem = std::remove_cvref_t<decltype(std::declval<V>()[0])>;
+
+template <class V, class Op, class Across>
+static inline elem<V> combine(const V& v, Op op, Across across) {
+  using T = elem<V>;
+  const hn::ScalableTag<T> d;
+  const T* p = reinterpret_cast<const T*>(&v);
+  auto a = hn::LoadU(d, p);
+  for (size_t i = hn::Lanes(d); i < sizeof(V) / sizeof(T); i += hn::Lanes(d)) a = op(a, hn::LoadU(d, p + i));
+  return hn::GetLane(across(d, a));
+}
+template <class V>
+static inline elem<V> sum(const V& v) {
+  return combine(
+      v, [](auto a, auto b) { return hn::Add(a, b); }, [](auto d, auto a) { return hn::SumOfLanes(d, a); });
+}
+template <class V>
+static inline elem<V> max(const V& v) {
+  return combine(
+      v, [](auto a, auto b) { return hn::Max(a, b); }, [](auto d, auto a) { return hn::MaxOfLanes(d, a); });
+}
+template <class V>
+static inline elem<V> min(const V& v) {
+  return combine(
+      v, [](auto a, auto b) { return hn::Min(a, b); }, [](auto d, auto a) { return hn::MinOfLanes(d, a); });
+}
+template <class V>
+static inline elem<V> prod(const V& v) {
+  elem<V> p = v[0];
+  for (size_t i = 1; i < sizeof(V) / sizeof(elem<V>); ++i) p *= v[i];
+  return p;
+}
+// Whether any lane of a comparison mask (lanes 0 or -1) is set.
+template <class M>
+static inline bool any(const M& m) {
+  return min(m) != 0;
+}
+}  // namespace cake_lanes

@@ -282,20 +282,12 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     if (!ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
       pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
   }
-  std::string open, close, inner = ind, pragma, short_if;
+  std::string open, close, inner = ind, short_if;
   for (size_t d = 0; d < e.rvars.size(); ++d) {
     const te::ReduceVar& rv = e.rvars[d];
     const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
     const auto [lo, hi] = bounds(rv, pre, ind);
     if (vec) {
-      const char* op = e.reduce == ReduceOp::Sum    ? "+"
-                       : e.reduce == ReduceOp::Prod ? "*"
-                       : e.reduce == ReduceOp::Max  ? "max"
-                                                    : "min";
-      pragma = fmt::format("{}#pragma omp simd reduction({}:{}){}\n", inner, op, r,
-                           (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && !ints
-                               ? fmt::format(" reduction(|:{}_nan)", r)
-                               : "");
       short_if = fmt::format("({}) - ({}) < {}", hi, lo, kShortReduction);
     }
     open += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", inner, v, lo, v, hi, v);
@@ -340,10 +332,9 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   }
   const std::string loop = open + body_pre + step + close;
   if (vec) {
-    // A vectorized reduction ends in a horizontal combine of its lanes (tens of cycles): a short one runs
-    // as a plain loop instead (rows of a few elements would otherwise pay it per row).
-    pre +=
-        fmt::format("{}if ({}) {{\n{}{}}} else {{\n{}{}{}}}\n", ind, short_if, loop, ind, pragma, loop, ind);
+    // A vectorized reduction pays a combine of its lanes per row: a short one runs as a plain loop instead.
+    pre += fmt::format("{}if ({}) {{\n{}{}}} else {{\n{}{}}}\n", ind, short_if, loop, ind,
+                       lane_reduction(e, r, acc, ints, body, id, ind + "  "), ind);
   } else {
     pre += loop;
   }
@@ -351,6 +342,83 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     pre += fmt::format("{}if ({}_nan) {} = NAN;\n", ind, r, r);
   if (arg) return r;
   return ints ? r : fmt::format("(({}){})", o_.real, r);
+}
+
+// A sum / product / max / min over one innermost variable in vector registers (GCC vector extensions of 64
+// bytes, L lanes). Each block of L terms is computed by an `omp simd` loop into a small buffer and
+// combined into an accumulator: blocks of 2L into two accumulators (two independent chains), one block of
+// L if that many remain, then the last L terms as one block overlapping what was taken, the terms already
+// taken replaced by the identity (contiguous loads, no gather: a row here has at least kShortReduction ≥ L
+// terms); then the two accumulators and their lanes combine (cake_lanes in cake_math.h). GCC's own
+// `omp simd reduction` spills its lanes and combines them one by one in lane order, a dependent chain of L
+// scalar operations per row that costs more than a row of a hundred terms. Sums and products round in this
+// blocked order (closer to exact than the sequential sum); max / min select and are exact, NaN tracked apart.
+std::string CppExprEmitter::lane_reduction(const Expr& e, const std::string& r, const std::string& acc,
+                                           bool ints, const Expr& body, const std::string& id,
+                                           const std::string& ind) {
+  const te::ReduceVar& rv = e.rvars[0];
+  const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
+  const int L = acc == "float" ? 16 : 8;  // double and int64_t: 8
+  static_assert(kShortReduction >= 16, "the overlapping last block needs a row of at least L terms");
+  std::string out;
+  const auto [lo, hi] = bounds(rv, out, ind);
+  const bool nan = !ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min);
+  const auto op = [&](const std::string& a, const std::string& b) {
+    switch (e.reduce) {
+      case ReduceOp::Sum:
+        return fmt::format("{} + {}", a, b);
+      case ReduceOp::Prod:
+        return fmt::format("{} * {}", a, b);
+      case ReduceOp::Max:
+        return fmt::format("{} > {} ? {} : {}", b, a, b, a);
+      default:
+        return fmt::format("{} < {} ? {} : {}", b, a, b, a);
+    }
+  };
+  const char* across = e.reduce == ReduceOp::Sum    ? "sum"
+                       : e.reduce == ReduceOp::Prod ? "prod"
+                       : e.reduce == ReduceOp::Max  ? "max"
+                                                    : "min";
+  const std::string V = r + "_V", a0 = r + "_a0", a1 = r + "_a1", a2 = r + "_a2", a3 = r + "_a3",
+                    nm = r + "_nm", t = r + "_t", k = r + "_k", b0 = r + "_b", last = r + "_e";
+  out += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", ind, acc, V);
+  out += fmt::format("{}{} {} = {} + {}{{}}, {} = {}, {} = {}, {} = {};\n", ind, V, a0, id, V, a1, a0, a2, a0,
+                     a3, a0);
+  if (nan) out += fmt::format("{}decltype({} != {}) {}{{}};\n", ind, a0, a0, nm);
+  out += fmt::format("{}const int64_t {} = {};\n{}int64_t {} = {};\n", ind, last, hi, ind, b0, lo);
+  // The n·L terms from `start` into the buffer t (`masked`: the identity for terms before b0), then into
+  // the accumulators.
+  const auto block = [&](int n, const std::string& start, bool masked, const std::vector<std::string>& into,
+                         const std::string& in) {
+    std::string text = fmt::format("{}alignas(64) {} {}[{}];\n", in, acc, t, n * L);
+    text += fmt::format("{}#pragma omp simd\n{}for (int {} = 0; {} < {}; ++{}) {{\n", in, in, k, k, n * L, k);
+    const std::string in2 = in + "  ";
+    text += fmt::format("{}const int64_t {} = {} + {};\n", in2, v, start, k);
+    std::string body_pre;
+    ++depth_;
+    const std::string x = emit(body, body_pre, in2);
+    --depth_;
+    text += body_pre;
+    text += masked ? fmt::format("{}{}[{}] = {} >= {} ? ({}){} : {};\n", in2, t, k, v, b0, acc, x, id)
+                   : fmt::format("{}{}[{}] = {};\n", in2, t, k, x);
+    text += in + "}\n";
+    for (size_t i = 0; i < into.size(); ++i) {
+      const std::string term = fmt::format("*(const {}*)({} + {})", V, t, static_cast<int>(i) * L);
+      text += fmt::format("{}{} = {};\n", in, into[i], op(into[i], term));
+      if (nan) text += fmt::format("{}{} |= {} != {};\n", in, nm, term, term);
+    }
+    return text;
+  };
+  out += fmt::format("{}for (; {} + {} <= {}; {} += {}) {{\n", ind, b0, 4 * L, last, b0, 4 * L);
+  out += block(4, b0, false, {a0, a1, a2, a3}, ind + "  ") + ind + "}\n";
+  out += fmt::format("{}for (; {} + {} <= {}; {} += {}) {{\n", ind, b0, L, last, b0, L);
+  out += block(1, b0, false, {a0}, ind + "  ") + ind + "}\n";
+  out += fmt::format("{}if ({} < {}) {{\n", ind, b0, last);
+  out += block(1, fmt::format("({} - {})", last, L), true, {a1}, ind + "  ") + ind + "}\n";
+  out += fmt::format("{}{} = cake_lanes::{}({});\n", ind, r, across,
+                     op("(" + op(a0, a1) + ")", "(" + op(a2, a3) + ")"));
+  if (nan) out += fmt::format("{}{}_nan = cake_lanes::any({});\n", ind, r, nm);
+  return out;
 }
 
 // argmax / argmin over one variable in two vectorized passes: the extreme value (and whether a NaN occurs),

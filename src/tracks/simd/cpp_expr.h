@@ -14,7 +14,7 @@ namespace cake::tracks::simd {
 struct ExprOptions {
   std::string real = "float";     // the type of Float-typed expressions
   std::string acc = "float";      // the type of sum / prod accumulators
-  bool vector_reductions = true;  // `#pragma omp simd reduction` on innermost sum/max/min loops
+  bool vector_reductions = true;  // innermost sum/max/min/prod loops in vector lanes (lane_reduction)
 };
 
 class CppExprEmitter {
@@ -48,6 +48,8 @@ class CppExprEmitter {
   std::string read(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string reduce(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string arg_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string lane_reduction(const te::Expr& e, const std::string& r, const std::string& acc, bool ints,
+                             const te::Expr& body, const std::string& identity, const std::string& indent);
   // A reduction variable's [lo, hi) as C expressions (any statements they need go to pre).
   std::pair<std::string, std::string> bounds(const te::ReduceVar& rv, std::string& pre,
                                              const std::string& indent);

@@ -98,6 +98,14 @@ class Lowering {
     for (size_t k = from; k < tensor(id).dims.size(); ++k) n += " * " + dim(id, k);
     return n;
   }
+  // The declaration of row-local tensor id's buffer, for one row of its first `prefix` axes: a stack scalar
+  // when a row holds one element (a thread_local scratch lookup costs more than a short row's work).
+  std::string row_local(int id, size_t prefix) const {
+    if (prefix >= tensor(id).dims.size())
+      return fmt::format("{} rl_{}[1];\n", elem_type(id), tensor(id).name);
+    return fmt::format("{}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(id), tensor(id).name,
+                       elem_type(id), scratch_slot_[static_cast<size_t>(id)], numel(id, prefix));
+  }
   std::string elem_type(int id) const { return tensor(id).elem == te::Type::Float ? real_ : "int64_t"; }
 
   void plan();
@@ -724,8 +732,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
     if (storage_[static_cast<size_t>(t)] == Storage::RowLocal) {
-      out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, 1);\n", elem_type(t), tensor(t).name,
-                         elem_type(t), scratch_slot_[static_cast<size_t>(t)]);
+      out += "      " + row_local(t, tensor(t).dims.size());
     }
   }
   out += "      #pragma omp for collapse(2) schedule(static)\n";
@@ -839,9 +846,7 @@ std::string Lowering::emit_group(const Group& g) {
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
     if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
-    out += fmt::format("      {}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(t),
-                       tensor(t).name, elem_type(t), scratch_slot_[static_cast<size_t>(t)],
-                       numel(t, static_cast<size_t>(g.prefix)));
+    out += "      " + row_local(t, static_cast<size_t>(g.prefix));
   }
   out += fmt::format("      #pragma omp for{} schedule(static)\n",
                      g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
