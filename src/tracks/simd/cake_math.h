@@ -1,9 +1,9 @@
 // Math for simd-track kernels (shipped into the build directory as cake_math.h): branch-free f32
-// exp / erf / sigmoid that the compiler can vectorize inside `#pragma omp simd` loops, NaN-propagating
+// exp / log / erf / sigmoid that the compiler can vectorize inside `#pragma omp simd` loops, NaN-propagating
 // min / max, the error flag data-dependent index checks set, and the horizontal combines of a reduction's
 // vector lanes. f64 overloads defer to <cmath>.
-// Accuracy (f32): exp within 2 ulp; erf and 1+erf within ~3e-7 relative (Taylor series below 0.5, a
-// rational-exponential erfc fit above).
+// Accuracy (f32): exp within 2 ulp; log within 1 ulp; erf and
+// 1+erf within ~3e-7 relative (Taylor series below 0.5, a rational-exponential erfc fit above).
 #pragma once
 
 #include <hwy/highway.h>
@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -53,6 +54,30 @@ static inline float cake_exp(float x) {
 }
 static inline double cake_exp(double x) {
   return std::exp(x);
+}
+
+// log: x = 2^e · m with m in [√½, √2), log x = e·ln2 + log(1 + f) for f = m - 1, where with s = f / (2 + f)
+// and z = s², log(1 + f) = f - (f²/2 - s·(f²/2 + R)), R = Σ_k 2 z^k / (2k + 1) (the atanh series; four terms
+// leave 7e-10 since |s| < 0.172). Subnormals are scaled by 2^23 first; x < 0 and NaN give NaN, 0 gives -inf.
+static inline float cake_log(float x) {
+  const bool sub = x < 1.17549435e-38f;
+  const float xs = sub ? x * 8388608.0f : x;
+  const uint32_t b = std::bit_cast<uint32_t>(xs);
+  uint32_t mb = (b & 0x007fffffu) | 0x3f800000u;
+  const bool big = mb > 0x3fb504f3u;  // m > √2: halve it
+  mb = big ? mb - 0x00800000u : mb;
+  const float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 127 - (sub ? 23 : 0) + (big ? 1 : 0));
+  const float f = std::bit_cast<float>(mb) - 1.0f;
+  const float s = f / (2.0f + f), z = s * s, hfsq = 0.5f * f * f;
+  const float r = z * (2.0f / 3.0f + z * (2.0f / 5.0f + z * (2.0f / 7.0f + z * (2.0f / 9.0f))));
+  const float y = e * 0.693145751953125f - ((hfsq - (s * (hfsq + r) + e * 1.428606765330187e-06f)) - f);
+  return x != x || x < 0.0f                            ? std::numeric_limits<float>::quiet_NaN()
+         : x == 0.0f                                   ? -std::numeric_limits<float>::infinity()
+         : x == std::numeric_limits<float>::infinity() ? x
+                                                       : y;
+}
+static inline double cake_log(double x) {
+  return std::log(x);
 }
 
 // erfc(a) for a >= 0: t·exp(-a² + P(t)), t = 1/(1 + a/2) (fractional error below 1.2e-7 in exact arithmetic).

@@ -109,11 +109,15 @@ std::string CppExprEmitter::emit(const Expr& e, std::string& pre, const std::str
   throw Error(fmt::format("simd: cannot lower '{}' at {}:{}", te::print_expr(e), e.pos.line, e.pos.col));
 }
 
+bool CppExprEmitter::hoistable(const Expr& e) const {
+  return hoist_ && depth_ == 0 && !te::any_of(e, [&](const Expr& x) {
+           return (x.kind == ExprKind::Var && x.slot == hoist_slot_) || x.kind == ExprKind::Reduce;
+         });
+}
+
 std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::string& ind_in) {
   const TensorInfo& t = c_.tensors.at(static_cast<size_t>(e.slot));
-  const bool hoist = hoist_ && depth_ == 0 && !te::any_of(e, [&](const Expr& x) {
-                       return x.kind == ExprKind::Var && x.slot == hoist_slot_;
-                     });
+  const bool hoist = hoistable(e);
   std::string& pre = hoist ? *hoist_ : pre_in;
   const std::string& ind = hoist ? hoist_indent_ : ind_in;
   std::vector<std::string> idx;
@@ -161,7 +165,17 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
   return h;
 }
 
+// A call whose arguments do not vary in the hoisted loop (log_softmax's log(s[n]) in the loop over d) is
+// computed once before it: GCC hoists a libm call it knows is pure, not an inlined one like cake_log.
 std::string CppExprEmitter::call(const Expr& e, std::string& pre, const std::string& ind) {
+  if (!hoistable(e)) return call_text(e, pre, ind);
+  const std::string value = call_text(e, *hoist_, hoist_indent_);
+  std::string h = fresh("h");
+  *hoist_ += fmt::format("{}const {} {} = {};\n", hoist_indent_, type_of(e.type), h, value);
+  return h;
+}
+
+std::string CppExprEmitter::call_text(const Expr& e, std::string& pre, const std::string& ind) {
   std::vector<std::string> a;
   for (const te::ExprPtr& x : e.args) a.push_back(emit(*x, pre, ind));
   const bool f = e.type == Type::Float;
@@ -183,7 +197,7 @@ std::string CppExprEmitter::call(const Expr& e, std::string& pre, const std::str
     case Fn::Exp:
       return fmt::format("cake_exp({})", real(0));
     case Fn::Log:
-      return fmt::format("std::log({})", real(0));
+      return fmt::format("cake_log({})", real(0));
     case Fn::Sqrt:
       return fmt::format("std::sqrt({})", real(0));
     case Fn::Rsqrt:

@@ -27,9 +27,10 @@ class CppExprEmitter {
 
   // Emits e; statements it needs first are appended to pre (each line prefixed with indent).
   std::string emit(const te::Expr& e, std::string& pre, const std::string& indent);
-  // Loop-invariant reads: a read outside any reduction whose indices do not use variable slot `slot` is
-  // emitted once into *hoist (placed before the loop over that variable) instead of into pre. (GCC does
-  // not vectorize a loop that re-reads a scalar its stores might alias.)
+  // Loop-invariant reads and calls: a read or a function call outside any reduction that does not use
+  // variable slot `slot` is emitted once into *hoist (placed before the loop over that variable) instead of
+  // into pre. (GCC does not vectorize a loop that re-reads a scalar its stores might alias, nor hoist an
+  // inlined function.)
   void hoist_invariant_of(int slot, std::string* hoist, std::string indent) {
     hoist_slot_ = slot;
     hoist_ = hoist;
@@ -54,6 +55,8 @@ class CppExprEmitter {
   std::pair<std::string, std::string> bounds(const te::ReduceVar& rv, std::string& pre,
                                              const std::string& indent);
   std::string call(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string call_text(const te::Expr& e, std::string& pre, const std::string& indent);
+  bool hoistable(const te::Expr& e) const;
   std::string cast(const te::Expr& e, std::string& pre, const std::string& indent);
 
   const CheckedContract& c_;

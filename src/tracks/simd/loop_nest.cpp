@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -38,7 +39,7 @@ namespace {
 
 // compute<IO> without its OpenMP work sharing, renamed compute_serial: `omp parallel` and `omp for` lines go
 // (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for simd`
-// keeps only its `omp simd`.
+// keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause.
 std::string serial_copy(const std::string& body) {
   std::string out;
   size_t pos = 0;
@@ -52,6 +53,13 @@ std::string serial_copy(const std::string& body) {
         at == std::string::npos ? std::string_view() : std::string_view(line).substr(at);
     if (text.starts_with("#pragma omp parallel for simd")) {
       out += line.substr(0, at) + "#pragma omp simd\n";
+    } else if (text.starts_with("#pragma omp for simd")) {
+      const size_t collapse = text.find(" collapse(");
+      const std::string clause =
+          collapse == std::string_view::npos
+              ? ""
+              : std::string(text.substr(collapse, text.find(')', collapse) + 1 - collapse));
+      out += line.substr(0, at) + "#pragma omp simd" + clause + "\n";
     } else if (!text.starts_with("#pragma omp parallel") && !text.starts_with("#pragma omp for")) {
       out += line + "\n";
     }
@@ -122,6 +130,10 @@ class Lowering {
   std::string extents_product(const Stmt& s, int from, int to) const;
 
   std::string emit_group(const Group& g);
+  std::vector<std::string> unit_row_sizes(const Group& g) const;
+  static std::string unit_dispatch(const std::vector<std::string>& unit,
+                                   const std::function<std::string(bool)>& nest);
+  std::string emit_fused_rows(const Group& g, bool unit);
   std::optional<Contraction> match_contraction(const Group& g) const;
   std::string emit_contraction(const Group& g, const Contraction& mm);
   std::string access_linear(int id, const std::string& lin) const;
@@ -810,35 +822,97 @@ std::string Lowering::emit_group(const Group& g) {
     if (n == 0) return out + emit_statement_body(g.stmts[0], 0, "    ") + "  }\n";
     // Parallel over all axes but the innermost (collapsed), or over the only axis.
     const int outer = n == 1 ? 1 : n - 1;
-    const bool simd_on_parallel = n == 1 && o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce);
-    out += fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n",
-                       simd_on_parallel ? " simd" : "", outer > 1 ? fmt::format(" collapse({})", outer) : "",
-                       omp_threads(), work_if(extents_product(s, 0, n)));
-    std::string ind = "    ";
-    for (int k = 0; k < outer; ++k) {
-      const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
-      out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
-                         emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
-      ind += "  ";
-    }
-    if (n == 1) {
-      // The single loop is the parallel one; its body has no loop of its own.
-      CppExprEmitter em = emitter(s);
-      std::string pre;
-      const std::string value = em.emit(*s.rhs, pre, ind);
-      out += pre + assign(g.stmts[0], value, ind);
-    } else {
-      out += emit_statement_body(g.stmts[0], outer, ind);
-    }
-    for (int k = 0; k < outer; ++k) {
-      ind.resize(ind.size() - 2);
-      out += ind + "}\n";
-    }
-    return out + "  }\n";
+    const auto nest = [&](bool unit) {
+      const bool simd_on_parallel =
+          unit || (n == 1 && o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce));
+      std::string text =
+          fmt::format("    #pragma omp parallel for{}{} schedule(static){}{}\n",
+                      simd_on_parallel ? " simd" : "", outer > 1 ? fmt::format(" collapse({})", outer) : "",
+                      omp_threads(), work_if(extents_product(s, 0, n)));
+      std::string ind = "    ";
+      for (int k = 0; k < outer; ++k) {
+        const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+        text += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+                            emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+        ind += "  ";
+      }
+      const bool vectorize = o_.vectorize;
+      if (unit) o_.vectorize = false;
+      if (n == 1) {
+        // The single loop is the parallel one; its body has no loop of its own.
+        CppExprEmitter em = emitter(s);
+        std::string pre;
+        const std::string value = em.emit(*s.rhs, pre, ind);
+        text += pre + assign(g.stmts[0], value, ind);
+      } else {
+        text += emit_statement_body(g.stmts[0], outer, ind);
+      }
+      o_.vectorize = vectorize;
+      for (int k = 0; k < outer; ++k) {
+        ind.resize(ind.size() - 2);
+        text += ind + "}\n";
+      }
+      return text;
+    };
+    // One axis and no reduction: already vectorized across it.
+    const bool across = n == 1 && !te::contains(*s.rhs, ExprKind::Reduce);
+    const std::vector<std::string> unit =
+        o_.vectorize && !across ? unit_row_sizes(Group{{g.stmts[0]}, outer}) : std::vector<std::string>();
+    return out + unit_dispatch(unit, nest) + "  }\n";
   }
   // A fused group: one parallel loop over the shared axes, the statements in order inside.
   out += "  { // fused over the leading " + std::to_string(g.prefix) + " axes:\n";
   for (int si : g.stmts) out += "    //   " + te::print_stmt(stmt(si)) + "\n";
+  const std::vector<std::string> unit = o_.vectorize ? unit_row_sizes(g) : std::vector<std::string>();
+  return out + unit_dispatch(unit, [&](bool u) { return emit_fused_rows(g, u); }) + "  }\n";
+}
+
+// `nest(false)`; or, when there are unit sizes, `nest(true)` where they are all 1 (shadowed by constants
+// there) and `nest(false)` elsewhere.
+std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
+                                    const std::function<std::string(bool)>& nest) {
+  if (unit.empty()) return nest(false);
+  std::string all_one;
+  for (const std::string& z : unit) all_one += (all_one.empty() ? "" : " && ") + z + " == 1";
+  std::string out = fmt::format(
+      "    if ({}) {{ // rows of one element: straight-line rows, vectorized across rows\n", all_one);
+  for (const std::string& z : unit) out += fmt::format("    constexpr int64_t {} = 1;\n", z);
+  return out + nest(true) + "    } else {\n" + nest(false) + "    }\n";
+}
+
+// The size symbols every inner extent of fused group g is (its statements' axes past the shared ones, and
+// their reductions' variables), when each is a plain size symbol and the row-local buffers span only those;
+// empty otherwise. When all of them are 1, each row is straight-line code (emit_fused_rows, unit).
+std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
+  std::vector<std::string> sizes;
+  const auto add = [&](const Expr* e) {
+    if (!e || e->kind != ExprKind::Size) return false;
+    const std::string z = emit_size_expr(*e);
+    if (std::find(sizes.begin(), sizes.end(), z) == sizes.end()) sizes.push_back(z);
+    return true;
+  };
+  for (int si : g.stmts) {
+    const Stmt& s = stmt(si);
+    if (s.accumulate) return {};
+    for (size_t k = static_cast<size_t>(g.prefix); k < s.var_extent.size(); ++k) {
+      if (!add(s.var_extent[k].get())) return {};  // null: a reduction with bounds
+    }
+    if (storage_[static_cast<size_t>(s.tensor)] == Storage::RowLocal) {
+      for (size_t k = static_cast<size_t>(g.prefix); k < tensor(s.tensor).dims.size(); ++k) {
+        if (!add(tensor(s.tensor).dims[k].get())) return {};
+      }
+    }
+  }
+  return sizes;
+}
+
+// The parallel loop over fused group g's shared axes, its statements in order inside. `unit` (every inner
+// extent 1, the sizes shadowed by constants): the row loop is `omp for simd`, the statements are emitted
+// without vector pragmas of their own (their loops run once and fold away) and the row-local buffers are
+// declared per row, so the compiler vectorizes across rows.
+std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
+  const Stmt& first = stmt(g.stmts[0]);
+  std::string out, locals;
   std::string work = extents_product(first, 0, g.prefix) + " * (INT64_C(0)";
   for (int si : g.stmts) work += " + " + extents_product(stmt(si), g.prefix, stmt(si).n_domain);
   work += ")";
@@ -846,9 +920,14 @@ std::string Lowering::emit_group(const Group& g) {
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
     if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
-    out += "      " + row_local(t, static_cast<size_t>(g.prefix));
+    if (unit) {
+      locals += fmt::format("{}  {} rl_{}[1];\n", std::string(6 + 2 * static_cast<size_t>(g.prefix) - 2, ' '),
+                            elem_type(t), tensor(t).name);
+    } else {
+      out += "      " + row_local(t, static_cast<size_t>(g.prefix));
+    }
   }
-  out += fmt::format("      #pragma omp for{} schedule(static)\n",
+  out += fmt::format("      #pragma omp for{}{} schedule(static)\n", unit ? " simd" : "",
                      g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");
   std::string ind = "      ";
   for (int k = 0; k < g.prefix; ++k) {
@@ -856,6 +935,9 @@ std::string Lowering::emit_group(const Group& g) {
                        emit_size_expr(*first.var_extent[static_cast<size_t>(k)]), k);
     ind += "  ";
   }
+  out += locals;
+  const bool vectorize = o_.vectorize;
+  if (unit) o_.vectorize = false;
   for (int si : g.stmts) {
     const Stmt& s = stmt(si);
     out += ind + "{\n";
@@ -864,11 +946,12 @@ std::string Lowering::emit_group(const Group& g) {
     out += emit_statement_body(si, g.prefix, ind + "  ");
     out += ind + "}\n";
   }
+  o_.vectorize = vectorize;
   for (int k = 0; k < g.prefix; ++k) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   }
-  return out + "    }\n  }\n";
+  return out + "    }\n";
 }
 
 std::string Lowering::run(const std::string& header) {

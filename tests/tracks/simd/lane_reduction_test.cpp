@@ -83,11 +83,12 @@ TEST_P(LaneReduction, EveryTermCountsOnceAndNaNsAreSeenWhereverTheySit) {
     std::vector<Tensor> in, out;
     in.emplace_back(DType::f32, Shape{N, D});
     in.emplace_back(DType::i64, Shape{N, D});
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
       for (int64_t d = 0; d < D; ++d) {
         in[0].set(n * D + d, rows[size_t(n)][size_t(d)]);
         in[1].set(n * D + d, double(((n + 3) * (d + 1) * 7919) % 2001 - 1000) * 4096.0 * 4096.0);
       }
+    }
     for (int i = 0; i < 4; ++i) out.emplace_back(DType::f32, Shape{N});
     out.emplace_back(DType::f32, Shape{N, D});
     out.emplace_back(DType::i64, Shape{N});

@@ -1,0 +1,101 @@
+// The simd track's rows of one element: when every inner extent of a fused row group is 1 (softmax over
+// D = 1, an embedding of width 1), the group runs as straight-line rows under `omp for simd`, vectorized
+// across rows. The same statements without vector pragmas (vectorize=false) compute each row's element in
+// the same order, so both kernels must give bit-identical outputs, NaNs included, in the serial and the
+// parallel paths; and the vectorized kernel must pass the gate on the standard cases.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+
+#include "build/build_service.h"
+#include "build/kernel.h"
+#include "cases/cases.h"
+#include "contract/contract.h"
+#include "eval/conformance.h"
+#include "target/machine.h"
+#include "tracks/track.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Op {
+  std::string name;
+  std::string row;                       // the size symbol set to 1
+  std::map<std::string, int64_t> other;  // the other sizes but the row count
+  std::string rows;                      // the size symbol that counts rows, varied
+};
+
+void PrintTo(const Op& op, std::ostream* os) {
+  *os << op.name;
+}
+
+class UnitRows : public ::testing::TestWithParam<Op> {};
+
+build::BuildResult lower_and_build(const CheckedContract& c, bool vectorize, std::string* source) {
+  const tracks::Artifact a = tracks::find_track("simd")->lower(
+      c, target::describe_machine(), tracks::Knobs::from_json({{"vectorize", vectorize ? "true" : "false"}}));
+  *source = a.files.front().text;
+  return build::build(a);
+}
+
+// Equal bits, or both NaN (payloads may differ).
+bool same(const Tensor& a, const Tensor& b, int64_t i) {
+  const double x = a.get(i), y = b.get(i);
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
+}
+
+TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
+  const Op& op = GetParam();
+  const CheckedContract c =
+      load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op.name + ".yaml")).string());
+  std::string on_src, off_src;
+  const build::BuildResult on = lower_and_build(c, true, &on_src), off = lower_and_build(c, false, &off_src);
+  ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
+  ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
+  ASSERT_NE(on_src.find("rows of one element"), std::string::npos) << "the unit-row path is generated";
+  ASSERT_EQ(off_src.find("rows of one element"), std::string::npos);
+  const build::Kernel k_on(on.library), k_off(off.library);
+
+  for (const eval::CaseOutcome& o : eval::check_kernel(k_on, c, cases::Set::Standard))
+    EXPECT_TRUE(o.pass) << o.str();
+
+  // 1 and 7 rows take the serial copy; 50000 rows enter the parallel region.
+  for (const int64_t n : {1, 7, 1000, 50000}) {
+    for (const DType dt : {DType::f32, DType::bf16}) {
+      std::map<std::string, int64_t> shape = op.other;
+      shape[op.row] = 1, shape[op.rows] = n;
+      const cases::Case k = cases::make_case(c, shape, dt);
+      std::vector<Tensor> in = cases::make_inputs(c, k);
+      Tensor& x = in[in[0].dtype() == DType::i64 ? 1 : 0];
+      for (int64_t i = 3; i < x.numel(); i += 101) x.set(i, std::nan(""));  // NaNs must propagate
+      for (int64_t i = 5; i < x.numel(); i += 211) x.set(i, -INFINITY);
+      std::vector<Tensor> out_on = cases::make_outputs(c, k), out_off = cases::make_outputs(c, k);
+      const std::vector<double> params = cases::kernel_params(c, k);
+      ASSERT_EQ(k_on.run(in, out_on, params), 0) << k.describe();
+      ASSERT_EQ(k_off.run(in, out_off, params), 0) << k.describe();
+      for (size_t t = 0; t < out_on.size(); ++t) {
+        for (int64_t i = 0; i < out_on[t].numel(); ++i) {
+          ASSERT_TRUE(same(out_on[t], out_off[t], i))
+              << k.describe() << " output " << t << " element " << i << ": " << out_on[t].get(i) << " vs "
+              << out_off[t].get(i);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RowOps, UnitRows,
+                         ::testing::Values(Op{"softmax", "D", {}, "N"}, Op{"log_softmax", "D", {}, "N"},
+                                           Op{"rms_norm", "D", {}, "N"}, Op{"layer_norm", "D", {}, "N"},
+                                           Op{"add_rms_norm", "D", {}, "N"},
+                                           Op{"embedding", "D", {{"B", 2}, {"V", 9}}, "S"}),
+                         [](const ::testing::TestParamInfo<Op>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace cake
