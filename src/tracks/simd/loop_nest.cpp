@@ -912,7 +912,8 @@ std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
 // declared per row, so the compiler vectorizes across rows.
 std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
   const Stmt& first = stmt(g.stmts[0]);
-  std::string out, locals;
+  std::string out;
+  std::vector<std::string> locals;
   std::string work = extents_product(first, 0, g.prefix) + " * (INT64_C(0)";
   for (int si : g.stmts) work += " + " + extents_product(stmt(si), g.prefix, stmt(si).n_domain);
   work += ")";
@@ -921,8 +922,7 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
     const int t = stmt(si).tensor;
     if (storage_[static_cast<size_t>(t)] != Storage::RowLocal) continue;
     if (unit) {
-      locals += fmt::format("{}  {} rl_{}[1];\n", std::string(6 + 2 * static_cast<size_t>(g.prefix) - 2, ' '),
-                            elem_type(t), tensor(t).name);
+      locals.push_back(fmt::format("{} rl_{}[1];\n", elem_type(t), tensor(t).name));
     } else {
       out += "      " + row_local(t, static_cast<size_t>(g.prefix));
     }
@@ -935,7 +935,7 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
                        emit_size_expr(*first.var_extent[static_cast<size_t>(k)]), k);
     ind += "  ";
   }
-  out += locals;
+  for (const std::string& l : locals) out += ind + l;  // per row, inside the row loop
   const bool vectorize = o_.vectorize;
   if (unit) o_.vectorize = false;
   for (int si : g.stmts) {
