@@ -359,14 +359,14 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
 }
 
 // A sum / product / max / min over one innermost variable in vector registers (GCC vector extensions of 64
-// bytes, L lanes). Each block of L terms is computed by an `omp simd` loop into a small buffer and
-// combined into an accumulator: blocks of 2L into two accumulators (two independent chains), one block of
-// L if that many remain, then the last L terms as one block overlapping what was taken, the terms already
-// taken replaced by the identity (contiguous loads, no gather: a row here has at least kShortReduction ≥ L
-// terms); then the two accumulators and their lanes combine (cake_lanes in cake_math.h). GCC's own
-// `omp simd reduction` spills its lanes and combines them one by one in lane order, a dependent chain of L
-// scalar operations per row that costs more than a row of a hundred terms. Sums and products round in this
-// blocked order (closer to exact than the sequential sum); max / min select and are exact, NaN tracked apart.
+// bytes, L lanes). Each block of terms is computed by an `omp simd` loop into a small buffer and combined
+// into accumulators: blocks of 4L into four independent chains, then blocks of L, then the last L terms as
+// one block overlapping what was taken, the terms already taken replaced by the identity (contiguous loads,
+// no gather, no scalar tail: a row here has at least kShortReduction ≥ L terms); then the accumulators and
+// their lanes combine pairwise (cake_lanes in cake_math.h). GCC's own `omp simd reduction` spills its lanes
+// and combines them one by one in lane order, a dependent chain of L scalar operations per row that costs
+// more than a row of a hundred terms. Sums and products round in this blocked order (closer to exact than
+// the sequential sum); max / min select and are exact, a NaN term tracked in a mask vector.
 std::string CppExprEmitter::lane_reduction(const Expr& e, const std::string& r, const std::string& acc,
                                            bool ints, const Expr& body, const std::string& id,
                                            const std::string& ind) {
