@@ -1,5 +1,6 @@
 // Evolution mode (DESIGN §8): rounds of variants from the best correct kernels. Each round samples parents
-// from the tiers Good / Medium / Poor (60 / 30 / 10), reads each parent's bottleneck signature, assigns a
+// from the tiers Good / Medium / Poor (60 / 30 / 10), its first parent a track's champion (the tracks take
+// turns by round, so a close second track is explored), reads each parent's bottleneck signature, assigns a
 // strategy class by signature and asks the optimize skill for a one-knob move of that class (not one that
 // already failed in the run); the round's variants are planned (written to the store) before any is built,
 // then each is lowered and judged with timing in one transaction with its result. The best-so-far is the

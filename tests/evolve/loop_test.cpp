@@ -132,6 +132,25 @@ TEST_F(EvolveTest, AMoveThatFailedIsNotTriedAgain) {
   EXPECT_GE(failed, 1) << "no move failed: the test shows nothing";
 }
 
+// Each round's first parent is a track's champion, the tracks taking turns: with two tracks seeded, each
+// parents at least one variant every two rounds, however the tiers fill.
+TEST_F(EvolveTest, EveryTrackTakesItsTurnAsAParent) {
+  store::Store db(path_);
+  skills::Session s = session(db);
+  evolve::EvolveOptions o = budget(4, 2);
+  o.more_seeds.emplace_back("halide", json::object());
+  const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json::object(), o);
+  ASSERT_TRUE(r.ok) << r.why;
+  auto q = db.prepare(
+      "SELECT p.track, COUNT(*) FROM evolution_variants v JOIN evolution_variants p ON v.parent_id = p.id "
+      "WHERE v.run_id = ? AND v.round > 0 GROUP BY p.track");
+  q.bind(1, r.run);
+  std::map<std::string, int64_t> children;
+  while (q.step()) children[q.column_text(0)] = q.column_int64(1);
+  EXPECT_GE(children["simd"], 2);
+  EXPECT_GE(children["halide"], 2);
+}
+
 TEST_F(EvolveTest, AKilledRunResumesWithNothingLostOrMeasuredTwice) {
   const std::string store = "--store " + path_.string();
   const std::string args =
