@@ -20,7 +20,7 @@ for op in "$@"; do
   lib=$($cake lower bench/ops/$op.yaml --track halide -k schedule=adams2019 --store "$db" --json 2>/dev/null |
     python3 -c 'import json,sys; b=json.load(sys.stdin)["build"]; print(b["directory"]+"/kernel.so" if b["status"]=="ok" else "")' 2>/dev/null)
   if [ -n "$lib" ]; then
-    $cake eval bench/ops/$op.yaml --kernel "$lib" --threads 1 --json > "$out/$op.adams.json" 2> "$out/$op.adams.log"
+    $cake eval bench/ops/$op.yaml --kernel "$lib" --threads 1 --json --store "$db" > "$out/$op.adams.json" 2> "$out/$op.adams.log"
   fi
   run=$(python3 -c "import json; print(json.load(open('$out/$op.evolve.json'))['evolution']['run'])" 2>/dev/null)
   if [ -n "$run" ]; then
@@ -34,9 +34,9 @@ best = db.execute("SELECT best_id FROM evolution_rounds WHERE run_id = ? ORDER B
 print(db.execute(path, (seed,)).fetchone()[0], db.execute(path, (best,)).fetchone()[0])
 PY
 )
-    $cake eval bench/ops/$op.yaml --kernel "$seed/kernel.so" --threads 1 --json > "$out/$op.seed_std.json" 2>/dev/null
-    $cake eval bench/ops/$op.yaml --kernel "$best/kernel.so" --threads 1 --json > "$out/$op.best_std.json" 2>/dev/null
-    $cake eval bench/ops/$op.yaml --kernel "$best/kernel.so" --set hidden --threads 1 --json \
+    $cake eval bench/ops/$op.yaml --kernel "$seed/kernel.so" --threads 1 --json --store "$db" > "$out/$op.seed_std.json" 2>/dev/null
+    $cake eval bench/ops/$op.yaml --kernel "$best/kernel.so" --threads 1 --json --store "$db" > "$out/$op.best_std.json" 2>/dev/null
+    $cake eval bench/ops/$op.yaml --kernel "$best/kernel.so" --set hidden --threads 1 --json --store "$db" \
       > "$out/$op.hidden.json" 2> "$out/$op.hidden.log"
   fi
   echo "$op rc=$rc $(($(date +%s) - start)) s" >> "$out/progress.txt"
