@@ -131,8 +131,8 @@ class Lowering {
 
   std::string emit_group(const Group& g);
   std::vector<std::string> unit_row_sizes(const Group& g) const;
-  static std::string unit_dispatch(const std::vector<std::string>& unit,
-                                   const std::function<std::string(bool)>& nest);
+  std::string unit_dispatch(const std::vector<std::string>& unit,
+                            const std::function<std::string(bool)>& nest);
   std::string emit_fused_rows(const Group& g, bool unit);
   std::optional<Contraction> match_contraction(const Group& g) const;
   std::string emit_contraction(const Group& g, const Contraction& mm);
@@ -836,8 +836,6 @@ std::string Lowering::emit_group(const Group& g) {
                             emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
         ind += "  ";
       }
-      const bool vectorize = o_.vectorize;
-      if (unit) o_.vectorize = false;
       if (n == 1) {
         // The single loop is the parallel one; its body has no loop of its own.
         CppExprEmitter em = emitter(s);
@@ -847,7 +845,6 @@ std::string Lowering::emit_group(const Group& g) {
       } else {
         text += emit_statement_body(g.stmts[0], outer, ind);
       }
-      o_.vectorize = vectorize;
       for (int k = 0; k < outer; ++k) {
         ind.resize(ind.size() - 2);
         text += ind + "}\n";
@@ -868,7 +865,7 @@ std::string Lowering::emit_group(const Group& g) {
 }
 
 // `nest(false)`; or, when there are unit sizes, `nest(true)` where they are all 1 (shadowed by constants
-// there) and `nest(false)` elsewhere.
+// there, and the statements emitted without vector pragmas of their own) and `nest(false)` elsewhere.
 std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
                                     const std::function<std::string(bool)>& nest) {
   if (unit.empty()) return nest(false);
@@ -877,7 +874,11 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
   std::string out = fmt::format(
       "    if ({}) {{ // rows of one element: straight-line rows, vectorized across rows\n", all_one);
   for (const std::string& z : unit) out += fmt::format("    constexpr int64_t {} = 1;\n", z);
-  return out + nest(true) + "    } else {\n" + nest(false) + "    }\n";
+  const bool vectorize = o_.vectorize;
+  o_.vectorize = false;
+  out += nest(true);
+  o_.vectorize = vectorize;
+  return out + "    } else {\n" + nest(false) + "    }\n";
 }
 
 // The size symbols every inner extent of fused group g is (its statements' axes past the shared ones, and
@@ -936,8 +937,6 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
     ind += "  ";
   }
   for (const std::string& l : locals) out += ind + l;  // per row, inside the row loop
-  const bool vectorize = o_.vectorize;
-  if (unit) o_.vectorize = false;
   for (int si : g.stmts) {
     const Stmt& s = stmt(si);
     out += ind + "{\n";
@@ -946,7 +945,6 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
     out += emit_statement_body(si, g.prefix, ind + "  ");
     out += ind + "}\n";
   }
-  o_.vectorize = vectorize;
   for (int k = 0; k < g.prefix; ++k) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
