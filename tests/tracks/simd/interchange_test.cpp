@@ -6,7 +6,6 @@
 // all border).
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "eval/conformance.h"
+#include "kernel_pair.h"
 #include "target/machine.h"
 #include "tracks/track.h"
 
@@ -23,6 +23,8 @@ namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_simd::lower_and_build;
+using testing_simd::same_bits;
 
 struct Op {
   std::string name;
@@ -35,26 +37,12 @@ void PrintTo(const Op& op, std::ostream* os) {
 
 class Interchange : public ::testing::TestWithParam<Op> {};
 
-build::BuildResult lower_and_build(const CheckedContract& c, bool interchange, std::string* source) {
-  const tracks::Artifact a = tracks::find_track("simd")->lower(
-      c, target::describe_machine(),
-      tracks::Knobs::from_json({{"interchange", interchange ? "true" : "false"}}));
-  *source = a.files.front().text;
-  return build::build(a);
-}
-
-// Equal bits, or both NaN (payloads may differ).
-bool same(const Tensor& a, const Tensor& b, int64_t i) {
-  const double x = a.get(i), y = b.get(i);
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
-}
-
 TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
   const CheckedContract c =
       load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (GetParam().name + ".yaml")).string());
   std::string on_src, off_src;
-  const build::BuildResult on = lower_and_build(c, true, &on_src), off = lower_and_build(c, false, &off_src);
+  const build::BuildResult on = lower_and_build(c, {{"interchange", "true"}}, &on_src),
+                           off = lower_and_build(c, {{"interchange", "false"}}, &off_src);
   ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
   ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
   ASSERT_NE(on_src.find("int64_t lo = 0, hi = "), std::string::npos) << "the interior split is generated";
@@ -81,8 +69,8 @@ TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
     const Shape& shape = a.shape();
     rows_at_least_16 += shape.back() >= 16;
     for (int64_t i = 0; i < a.numel(); ++i) {
-      ASSERT_TRUE(same(a, b, i)) << k.describe() << " element " << i << ": " << a.get(i) << " vs "
-                                 << b.get(i);
+      ASSERT_TRUE(same_bits(a, b, i))
+          << k.describe() << " element " << i << ": " << a.get(i) << " vs " << b.get(i);
     }
   }
   EXPECT_GT(rows_at_least_16, 2) << "cases that take the interchanged nest";

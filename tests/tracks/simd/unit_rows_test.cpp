@@ -5,7 +5,6 @@
 // parallel paths; and the vectorized kernel must pass the gate on the standard cases.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "eval/conformance.h"
+#include "kernel_pair.h"
 #include "target/machine.h"
 #include "tracks/track.h"
 
@@ -22,6 +22,8 @@ namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_simd::lower_and_build;
+using testing_simd::same_bits;
 
 struct Op {
   std::string name;
@@ -36,26 +38,13 @@ void PrintTo(const Op& op, std::ostream* os) {
 
 class UnitRows : public ::testing::TestWithParam<Op> {};
 
-build::BuildResult lower_and_build(const CheckedContract& c, bool vectorize, std::string* source) {
-  const tracks::Artifact a = tracks::find_track("simd")->lower(
-      c, target::describe_machine(), tracks::Knobs::from_json({{"vectorize", vectorize ? "true" : "false"}}));
-  *source = a.files.front().text;
-  return build::build(a);
-}
-
-// Equal bits, or both NaN (payloads may differ).
-bool same(const Tensor& a, const Tensor& b, int64_t i) {
-  const double x = a.get(i), y = b.get(i);
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
-}
-
 TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
   const Op& op = GetParam();
   const CheckedContract c =
       load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op.name + ".yaml")).string());
   std::string on_src, off_src;
-  const build::BuildResult on = lower_and_build(c, true, &on_src), off = lower_and_build(c, false, &off_src);
+  const build::BuildResult on = lower_and_build(c, {{"vectorize", "true"}}, &on_src),
+                           off = lower_and_build(c, {{"vectorize", "false"}}, &off_src);
   ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
   ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
   ASSERT_NE(on_src.find("rows of one element"), std::string::npos) << "the unit-row path is generated";
@@ -81,7 +70,7 @@ TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
       ASSERT_EQ(k_off.run(in, out_off, params), 0) << k.describe();
       for (size_t t = 0; t < out_on.size(); ++t) {
         for (int64_t i = 0; i < out_on[t].numel(); ++i) {
-          ASSERT_TRUE(same(out_on[t], out_off[t], i))
+          ASSERT_TRUE(same_bits(out_on[t], out_off[t], i))
               << k.describe() << " output " << t << " element " << i << ": " << out_on[t].get(i) << " vs "
               << out_off[t].get(i);
         }
