@@ -121,12 +121,19 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
   return cost;
 }
 
-double floor_seconds(const CaseCost& cost, const MachinePeaks& p) {
+double floor_seconds(const CaseCost& cost, const MachinePeaks& p, bool inputs_rotated) {
   double t = p.call_s;
   if (p.flops_per_s > 0) t = std::max(t, cost.flops / p.flops_per_s);
+  // The bandwidth of the smallest level a footprint of `bytes` stays in.
+  const auto bandwidth = [&p](double bytes) {
+    if (p.cache_bytes_per_s > 0 && bytes <= p.cache_bytes) return p.cache_bytes_per_s;
+    if (p.llc_bytes_per_s > 0 && bytes <= p.llc_bytes) return p.llc_bytes_per_s;
+    return p.bytes_per_s;
+  };
   const double q = cost.bytes_read + cost.bytes_written;
-  const double bw = p.cache_bytes_per_s > 0 && q <= p.cache_bytes ? p.cache_bytes_per_s : p.bytes_per_s;
-  if (bw > 0) t = std::max(t, q / bw);
+  const double bw_read = inputs_rotated ? p.bytes_per_s : bandwidth(q);
+  const double bw_write = inputs_rotated ? bandwidth(cost.bytes_written) : bandwidth(q);
+  if (bw_read > 0 && bw_write > 0) t = std::max(t, cost.bytes_read / bw_read + cost.bytes_written / bw_write);
   return t;
 }
 

@@ -1,6 +1,7 @@
 // CAKE-Bench's roofline floor and score (DESIGN §6): the case's flops and compulsory traffic from the TE,
-// T_HW = max(T_call, F / P_flops, (Q_read + Q_write) / BW), efficiency = T_HW / T_cand, HAP per case and
-// the CANN-Bench V0.2 operator score, and the per-level summary of the paper's Figure 7.
+// T_HW = max(T_call, F / P_flops, (Q_read + Q_write) / BW) with BW that of L2, LLC or DRAM by footprint,
+// efficiency = T_HW / T_cand, HAP per case and the CANN-Bench V0.2 operator score, and the per-level
+// summary of the paper's Figure 7.
 #pragma once
 
 #include <vector>
@@ -31,12 +32,20 @@ struct MachinePeaks {
   // again, so they stream from cache: the doctor's cache-resident triad at the thread count. 0: unknown.
   double cache_bytes_per_s = 0;
   double cache_bytes = 0;
+  // Cases too big for L2 whose traffic fits the last-level cache (llc_bytes) stream from it: the doctor's
+  // LLC-resident triad at the thread count. 0: unknown (such cases take the DRAM bandwidth).
+  double llc_bytes_per_s = 0;
+  double llc_bytes = 0;
   double call_s = 0;  // the harness's own cost of timing one call of a kernel that does nothing
 };
 
-// T_HW in seconds: max(call_s, F / flops_per_s, (Q_read + Q_write) / bandwidth). Reads and writes share
-// one memory bus on a CPU, and the triad bandwidth counts them together (STREAM), so they add.
-double floor_seconds(const CaseCost& cost, const MachinePeaks& peaks);
+// T_HW in seconds: max(call_s, F / flops_per_s, Q_read / BW_read + Q_write / BW_write). Reads and writes
+// share one memory bus on a CPU, and the triad bandwidth counts them together (STREAM), so their times
+// add. Each BW is that of the smallest level (L2, LLC, DRAM) its buffers stay in while the harness repeats
+// the call: the whole traffic's level when the same inputs are used every call; when the inputs rotate over
+// sets larger than the LLC (`inputs_rotated`), DRAM for the reads and the outputs' own level for the writes
+// (every call writes the same output buffers). So the floor stays below any time a kernel can reach.
+double floor_seconds(const CaseCost& cost, const MachinePeaks& peaks, bool inputs_rotated = false);
 
 // HAP = (T_base − T_HW) / ((T_cand − T_HW) + (T_base − T_HW)): 0.5 as fast as the baseline, 1 at the floor.
 // A measured time below the floor means the floor is too high (peaks measured low); the floor is then

@@ -192,7 +192,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
     double t_base = has_time ? base.get(k.index, why) : -1;
     if (t_base <= 0) t_base = t_cand;  // no baseline: HAP is 0.5 at best
     const eval::CaseCost cost = eval::case_cost(c, k);
-    const double t_hw = eval::floor_seconds(cost, s.peaks);
+    const double t_hw = eval::floor_seconds(cost, s.peaks, run.timing_input_sets > 1);
     cr.push_back({correct, t_cand, t_base, t_hw});
     ++r.cases;
     if (correct) ++r.passed;
@@ -260,6 +260,8 @@ eval::MachinePeaks peaks_for_threads(const target::MachineInfo& m, int threads) 
   p.bytes_per_s = (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9;
   p.cache_bytes_per_s = m.cache_bandwidth_gbs_1t * 1e9 * std::max(1, std::min(threads, m.logical_cores));
   p.cache_bytes = double(m.caches.l2_bytes > 0 ? m.caches.l2_bytes : m.cache_triad_bytes);
+  p.llc_bytes_per_s = (one ? m.llc_bandwidth_gbs_1t : m.llc_bandwidth_gbs) * 1e9;
+  p.llc_bytes = double(m.llc_bytes);
   p.call_s = eval::call_floor_seconds();
   return p;
 }

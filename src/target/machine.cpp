@@ -59,7 +59,8 @@ std::string pad(std::string s, size_t width) {
 
 bool usable(const Peaks& p) {
   return p.bandwidth_gbs > 0 && p.bandwidth_gbs_1t > 0 && p.fma_gflops > 0 && p.fma_gflops_1t > 0 &&
-         p.cache_bandwidth_gbs_1t > 0;
+         p.cache_bandwidth_gbs_1t > 0 && p.llc_triad_bytes >= 0 &&
+         (p.llc_triad_bytes == 0 || (p.llc_bandwidth_gbs > 0 && p.llc_bandwidth_gbs_1t > 0));
 }
 
 void set_peaks(MachineInfo& m, const Peaks& p) {
@@ -70,6 +71,9 @@ void set_peaks(MachineInfo& m, const Peaks& p) {
   m.fma_gflops_1t = p.fma_gflops_1t;
   m.cache_bandwidth_gbs_1t = p.cache_bandwidth_gbs_1t;
   m.cache_triad_bytes = p.cache_triad_bytes;
+  m.llc_bytes = p.llc_triad_bytes > 0 ? believed_llc_bytes(m.caches) : 0;
+  m.llc_bandwidth_gbs = p.llc_triad_bytes > 0 ? p.llc_bandwidth_gbs : 0;
+  m.llc_bandwidth_gbs_1t = p.llc_triad_bytes > 0 ? p.llc_bandwidth_gbs_1t : 0;
 }
 
 }  // namespace
@@ -114,6 +118,9 @@ json to_json(const Peaks& p) {
               {"fma_gflops_1t", p.fma_gflops_1t},
               {"cache_bandwidth_gbs_1t", p.cache_bandwidth_gbs_1t},
               {"cache_triad_bytes", p.cache_triad_bytes},
+              {"llc_bandwidth_gbs", p.llc_bandwidth_gbs},
+              {"llc_bandwidth_gbs_1t", p.llc_bandwidth_gbs_1t},
+              {"llc_triad_bytes", p.llc_triad_bytes},
               {"threads", p.threads},
               {"triad_dtype", p.triad_dtype},
               {"triad_array_bytes", p.triad_array_bytes},
@@ -139,6 +146,9 @@ json to_json(const MachineInfo& m) {
               {"fma_gflops", m.fma_gflops},
               {"fma_gflops_1t", m.fma_gflops_1t},
               {"cache_bandwidth_gbs_1t", m.cache_bandwidth_gbs_1t},
+              {"llc_bandwidth_gbs", m.llc_bandwidth_gbs},
+              {"llc_bandwidth_gbs_1t", m.llc_bandwidth_gbs_1t},
+              {"llc_bytes", m.llc_bytes},
               {"peaks", to_json(m.peaks)},
               {"peaks_cached", m.peaks_cached},
               {"cache_file", m.cache_file},
@@ -153,6 +163,9 @@ Peaks peaks_from_json(const json& j) {
   p.fma_gflops_1t = field<double>(j, "fma_gflops_1t");
   p.cache_bandwidth_gbs_1t = field_or<double>(j, "cache_bandwidth_gbs_1t", 0.0);
   p.cache_triad_bytes = field_or<int64_t>(j, "cache_triad_bytes", 0);
+  p.llc_bandwidth_gbs = field_or<double>(j, "llc_bandwidth_gbs", 0.0);
+  p.llc_bandwidth_gbs_1t = field_or<double>(j, "llc_bandwidth_gbs_1t", 0.0);
+  p.llc_triad_bytes = field_or<int64_t>(j, "llc_triad_bytes", -1);
   p.threads = field<int>(j, "threads");
   p.triad_dtype = field_or<std::string>(j, "triad_dtype", "f64");
   p.triad_array_bytes = field_or<int64_t>(j, "triad_array_bytes", 0);
@@ -269,6 +282,11 @@ std::string to_text(const MachineInfo& m) {
     << num(p.fma_gflops) << "\n";
   o << "  " << pad("cache-resident triad GB/s", 34) << pad(num(p.cache_bandwidth_gbs_1t), 12)
     << num(p.cache_bandwidth_gbs_1t * p.threads) << " (per-core L2, scaled)\n";
+  if (p.llc_triad_bytes > 0) {
+    o << "  " << pad("LLC-resident triad GB/s", 34) << pad(num(p.llc_bandwidth_gbs_1t), 12)
+      << num(p.llc_bandwidth_gbs) << " (" << (p.llc_triad_bytes >> 20) << " MiB in all, LLC "
+      << human_bytes(m.llc_bytes) << ")\n";
+  }
   o << "  triad: a[i] = b[i] + s*c[i], 3 x " << (p.triad_array_bytes >> 20)
     << " MiB arrays (cache-resident: " << (p.cache_triad_bytes >> 10)
     << " KiB in all), GB/s = 3*N*8 B / time (STREAM; write-allocate not counted)\n";

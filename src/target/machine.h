@@ -52,6 +52,12 @@ struct Peaks {
   // bandwidth a case whose data fits in cache is timed at (the harness repeats it on the same buffers).
   double cache_bandwidth_gbs_1t = 0;
   int64_t cache_triad_bytes = 0;
+  // Triad over three arrays that fit the last-level cache together (llc_triad_bytes, about half of it),
+  // on 1 thread and on all: the bandwidth of a case too big for L2 but not for the LLC. -1: not measured
+  // (a cache file from before this tier; it is re-measured), 0: no believable LLC size.
+  double llc_bandwidth_gbs = 0;
+  double llc_bandwidth_gbs_1t = 0;
+  int64_t llc_triad_bytes = -1;
   int threads = 0;  // thread count of the all-core figures
   std::string triad_dtype = "f64";
   int64_t triad_array_bytes = 0;  // bytes per array (three arrays)
@@ -80,6 +86,9 @@ struct MachineInfo {
   double fma_gflops_1t = 0;
   double cache_bandwidth_gbs_1t = 0;  // L2-resident triad, 1 thread (private L2: all cores scale it)
   int64_t cache_triad_bytes = 0;      // the footprint it was measured at
+  double llc_bandwidth_gbs = 0;       // LLC-resident triad, all cores (0: no LLC tier)
+  double llc_bandwidth_gbs_1t = 0;    // LLC-resident triad, 1 thread
+  int64_t llc_bytes = 0;              // the LLC size believed (0: unknown)
   bool peaks_cached = false;          // peaks came from the cache file rather than a fresh measurement
   std::string cache_file;             // where the peaks are cached
   std::vector<Lane> lanes;
@@ -96,6 +105,7 @@ Peaks measure_peaks(const Progress& progress = {});  // always measures
 double measure_triad_gbs(int threads);               // f64 triad, best of several repetitions
 double measure_fma_gflops(int threads);              // FP32 FMA, best of several repetitions
 double measure_cache_triad_gbs(int64_t footprint);   // 1-thread triad on 3 arrays of footprint / 3 bytes
+int64_t believed_llc_bytes(const Caches& c);         // /sys's L3, else sysconf's when reliable, else 0
 
 std::string cpu_model();
 int logical_cores();

@@ -81,8 +81,7 @@ double timed_parallel(int threads, int* ran, const Body& body) {
 
 // Bytes per triad array: at least 64 MiB and at least twice the last-level cache we believe in.
 int64_t triad_array_bytes() {
-  const Caches c = detect_caches();
-  const int64_t l3 = c.l3_sysfs_bytes > 0 ? c.l3_sysfs_bytes : (c.l3_reliable ? c.l3_bytes : 0);
+  const int64_t l3 = believed_llc_bytes(detect_caches());
   int64_t bytes = std::max(kMinArrayBytes, 2 * l3);
   bytes = (bytes + int64_t(kAlign) - 1) / int64_t(kAlign) * int64_t(kAlign);
   return std::min(bytes, kMaxArrayBytes);
@@ -315,6 +314,10 @@ std::string utc_now() {
 
 }  // namespace
 
+int64_t believed_llc_bytes(const Caches& c) {
+  return c.l3_sysfs_bytes > 0 ? c.l3_sysfs_bytes : (c.l3_reliable ? c.l3_bytes : 0);
+}
+
 double measure_triad_gbs(int threads) {
   threads = std::max(1, threads);
   TriadArrays arrays(triad_array_bytes(), std::max(threads, logical_cores()));
@@ -372,6 +375,21 @@ Peaks measure_peaks(const Progress& progress) {
   for (int pass = 0; pass < 2; ++pass) {
     p.cache_bandwidth_gbs_1t =
         std::max(p.cache_bandwidth_gbs_1t, measure_cache_triad_gbs(p.cache_triad_bytes));
+  }
+  // Three arrays of about half the LLC in all, each a whole number of huge pages; none when the LLC size is
+  // not believable or too small to hold them apart from L2.
+  const int64_t llc = believed_llc_bytes(caches);
+  const int64_t llc_array = (llc / 6 + int64_t(kAlign) - 1) / int64_t(kAlign) * int64_t(kAlign);
+  p.llc_triad_bytes = llc >= 8 * std::max<int64_t>(caches.l2_bytes, 1 << 20) ? 3 * llc_array : 0;
+  if (p.llc_triad_bytes > 0) {
+    if (progress) {
+      progress("LLC-resident bandwidth (triad, 3 x " + std::to_string(llc_array >> 20) + " MiB)");
+    }
+    TriadArrays arrays(llc_array, p.threads);
+    for (int pass = 0; pass < 2; ++pass) {
+      p.llc_bandwidth_gbs_1t = std::max(p.llc_bandwidth_gbs_1t, arrays.best_gbs(1));
+      p.llc_bandwidth_gbs = std::max(p.llc_bandwidth_gbs, arrays.best_gbs(p.threads));
+    }
   }
   if (progress) progress(std::string("FP32 FMA peak (") + k.isa + ")");
   // At least two passes; up to four while the all-core figure has not reached 1.5x one thread (then a

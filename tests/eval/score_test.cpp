@@ -65,6 +65,31 @@ TEST(Roofline, CacheResidentTrafficUsesTheCacheBandwidth) {
   EXPECT_DOUBLE_EQ(floor_seconds({1e7, 3e5, 1e5}, p), 1e-4);  // compute still bounds
 }
 
+TEST(Roofline, TrafficOverL2ButWithinTheLlcUsesTheLlcBandwidth) {
+  MachinePeaks p{1e11, 1e10};
+  p.cache_bytes_per_s = 1e11;
+  p.cache_bytes = 1 << 20;
+  p.llc_bytes_per_s = 5e10;
+  p.llc_bytes = 32 << 20;
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 3e5, 1e5}, p), 4e-6);  // within L2: the L2 bandwidth still
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 1e6}, p), 6e-5);  // 3 MB at 50 GB/s, not DRAM's 10
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 4e7, 2e7}, p), 6e-3);  // 60 MB is over the LLC: DRAM
+  p.llc_bytes_per_s = 0;                                    // no LLC figure: DRAM, as before
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 1e6}, p), 3e-4);
+}
+
+TEST(Roofline, RotatedInputsComeFromDramWhileOutputsStayWhereTheyFit) {
+  MachinePeaks p{1e11, 1e10};
+  p.cache_bytes_per_s = 1e11;
+  p.cache_bytes = 1 << 20;
+  p.llc_bytes_per_s = 5e10;
+  p.llc_bytes = 32 << 20;
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 5e5}, p, true), 2e-4 + 5e-6);  // 2 MB from DRAM, 0.5 MB to L2
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 2e6}, p, true), 2e-4 + 4e-5);  // the 2 MB written stay in LLC
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 4e7, 4e7}, p, true), 8e-3);         // both over the LLC: DRAM
+  EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 2e6}, p, false), 8e-5);        // not rotated: 4 MB in LLC
+}
+
 TEST(Roofline, NoFloorIsBelowTheHarnessCallCost) {
   MachinePeaks p{1e11, 1e10};
   p.call_s = 3e-8;

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -101,14 +101,18 @@ class Triad {
     }
     return 3.0 * double(n) * sizeof(double) / best / 1e9;
   }
-  double check() const { return a_.get()[n_ / 2]; }
+  double check() const {
+    return a_.get()[n_ / 2];
+  }
 
  private:
   struct Free {
     void operator()(double* p) const { std::free(p); }
   };
   using Array = std::unique_ptr<double, Free>;
-  static Array alloc(size_t n) { return Array(static_cast<double*>(std::aligned_alloc(64, n * sizeof(double)))); }
+  static Array alloc(size_t n) {
+    return Array(static_cast<double*>(std::aligned_alloc(64, n * sizeof(double))));
+  }
   size_t n_;
   Array a_, b_, c_;
 };
@@ -118,29 +122,33 @@ class Triad {
 typedef float v16sf __attribute__((vector_size(64)));
 typedef float v8sf __attribute__((vector_size(32)));
 
-#define CAKE_TEST_FMA_BODY(V)                                                          \
-  const V m = V{} + 0.99999f, c = V{} + 1e-6f;                                         \
+#define CAKE_TEST_FMA_BODY(V)                                                            \
+  const V m = V{} + 0.99999f, c = V{} + 1e-6f;                                           \
   V a0 = V{} + 1.1f, a1 = V{} + 1.2f, a2 = V{} + 1.3f, a3 = V{} + 1.4f, a4 = V{} + 1.5f; \
   V a5 = V{} + 1.6f, a6 = V{} + 1.7f, a7 = V{} + 1.8f, a8 = V{} + 1.9f, a9 = V{} + 2.0f; \
-  for (long i = 0; i < iters; ++i) {                                                   \
-    a0 = a0 * m + c;                                                                   \
-    a1 = a1 * m + c;                                                                   \
-    a2 = a2 * m + c;                                                                   \
-    a3 = a3 * m + c;                                                                   \
-    a4 = a4 * m + c;                                                                   \
-    a5 = a5 * m + c;                                                                   \
-    a6 = a6 * m + c;                                                                   \
-    a7 = a7 * m + c;                                                                   \
-    a8 = a8 * m + c;                                                                   \
-    a9 = a9 * m + c;                                                                   \
-  }                                                                                    \
-  const V s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + (a8 + a9);            \
-  float r = 0;                                                                         \
-  for (unsigned k = 0; k < sizeof(V) / sizeof(float); ++k) r += s[k];                  \
+  for (long i = 0; i < iters; ++i) {                                                     \
+    a0 = a0 * m + c;                                                                     \
+    a1 = a1 * m + c;                                                                     \
+    a2 = a2 * m + c;                                                                     \
+    a3 = a3 * m + c;                                                                     \
+    a4 = a4 * m + c;                                                                     \
+    a5 = a5 * m + c;                                                                     \
+    a6 = a6 * m + c;                                                                     \
+    a7 = a7 * m + c;                                                                     \
+    a8 = a8 * m + c;                                                                     \
+    a9 = a9 * m + c;                                                                     \
+  }                                                                                      \
+  const V s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + (a8 + a9);             \
+  float r = 0;                                                                           \
+  for (unsigned k = 0; k < sizeof(V) / sizeof(float); ++k) r += s[k];                    \
   return r;
 
-__attribute__((target("avx512f"), noinline)) float fma512(long iters) { CAKE_TEST_FMA_BODY(v16sf) }
-__attribute__((target("avx2,fma"), noinline)) float fma256(long iters) { CAKE_TEST_FMA_BODY(v8sf) }
+__attribute__((target("avx512f"), noinline)) float fma512(long iters) {
+  CAKE_TEST_FMA_BODY(v16sf)
+}
+__attribute__((target("avx2,fma"), noinline)) float fma256(long iters) {
+  CAKE_TEST_FMA_BODY(v8sf)
+}
 
 constexpr int kTestAcc = 10;
 
@@ -220,12 +228,13 @@ TEST(Peaks, TriadBandwidthAgreesWithIndependentTriad) {
         Triad independent;
         const double i = independent.best_gbs(threads);
         EXPECT_EQ(independent.check(), 2.0 + 3.0 * 0.5);
-        std::printf("  triad attempt %d round %d, %d thread(s): doctor %.1f GB/s, independent %.1f GB/s\n", attempt,
-                    round, threads, d, i);
+        std::printf("  triad attempt %d round %d, %d thread(s): doctor %.1f GB/s, independent %.1f GB/s\n",
+                    attempt, round, threads, d, i);
         best_doctor = std::max(best_doctor, d);
         best_independent = std::max(best_independent, i);
       }
-      if (std::max(best_doctor, best_independent) / std::min(best_doctor, best_independent) <= kAgreement) break;
+      if (std::max(best_doctor, best_independent) / std::min(best_doctor, best_independent) <= kAgreement)
+        break;
     }
     expect_agree("triad GB/s", threads, best_doctor, best_independent);
   }
@@ -244,8 +253,8 @@ TEST(Peaks, FmaPeakAgreesWithIndependentFmaLoop) {
     for (int round = 0; round < kRounds; ++round) {
       const double d = measure_fma_gflops(threads);
       const double i = independent_fma_gflops(f, threads);
-      std::printf("  FMA round %d, %d thread(s): doctor %.1f GFLOP/s, independent %.1f GFLOP/s\n", round, threads,
-                  d, i);
+      std::printf("  FMA round %d, %d thread(s): doctor %.1f GFLOP/s, independent %.1f GFLOP/s\n", round,
+                  threads, d, i);
       best_doctor = std::max(best_doctor, d);
       best_independent = std::max(best_independent, i);
     }
@@ -257,8 +266,9 @@ TEST(Peaks, MeasurePeaksIsCompleteAndQuick) {
   const double t0 = now_s();
   const Peaks p = measure_peaks();
   const double took = now_s() - t0;
-  std::printf("measure_peaks: %.2f s; triad %.1f / %.1f GB/s; FMA (%s) %.1f / %.1f GFLOP/s; 1 / %d threads\n", took,
-              p.bandwidth_gbs_1t, p.bandwidth_gbs, p.fma_isa.c_str(), p.fma_gflops_1t, p.fma_gflops, p.threads);
+  std::printf("measure_peaks: %.2f s; triad %.1f / %.1f GB/s; FMA (%s) %.1f / %.1f GFLOP/s; 1 / %d threads\n",
+              took, p.bandwidth_gbs_1t, p.bandwidth_gbs, p.fma_isa.c_str(), p.fma_gflops_1t, p.fma_gflops,
+              p.threads);
   EXPECT_EQ(p.threads, logical_cores());
   EXPECT_EQ(p.triad_dtype, "f64");
   EXPECT_GE(p.triad_array_bytes, int64_t{64} << 20);
@@ -269,6 +279,13 @@ TEST(Peaks, MeasurePeaksIsCompleteAndQuick) {
   // Arrays that fit in L2 stream faster than DRAM: several times here; 1.5x leaves room for a busy machine.
   EXPECT_GT(p.cache_triad_bytes, 0);
   EXPECT_GT(p.cache_bandwidth_gbs_1t, 1.5 * p.bandwidth_gbs_1t);
+  // An LLC of 8 MiB or more (32 here) gets its own tier, between L2 and DRAM.
+  if (believed_llc_bytes(detect_caches()) >= (int64_t{8} << 20)) {
+    EXPECT_GT(p.llc_triad_bytes, 0);
+    EXPECT_LE(p.llc_triad_bytes, believed_llc_bytes(detect_caches()));
+    EXPECT_GT(p.llc_bandwidth_gbs_1t, p.bandwidth_gbs_1t);
+    EXPECT_GT(p.llc_bandwidth_gbs, 0);
+  }
   EXPECT_FALSE(p.measured_at.empty());
   EXPECT_LT(took, 3.0);  // designed for well under ~1.5 s; generous for a loaded machine
 }
