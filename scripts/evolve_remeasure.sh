@@ -15,15 +15,7 @@ ops=("$@")
 for op in "${ops[@]}"; do
   run=$(python3 -c "import json; print(json.load(open('$out/$op.evolve.json'))['evolution']['run'])" 2>/dev/null)
   [ -n "$run" ] || { echo "$op: no evolution run in $out/$op.evolve.json" >&2; continue; }
-  read -r seed best < <(python3 - "$db" "$run" <<'PY'
-import sqlite3, sys
-db, run = sqlite3.connect(sys.argv[1]), int(sys.argv[2])
-path = "SELECT c.artifact_path FROM evolution_variants v JOIN candidates c ON c.id = v.candidate_id WHERE v.id = ?"
-seed = db.execute("SELECT MIN(id) FROM evolution_variants WHERE run_id = ?", (run,)).fetchone()[0]
-best = db.execute("SELECT best_id FROM evolution_rounds WHERE run_id = ? ORDER BY round DESC LIMIT 1", (run,)).fetchone()[0]
-print(db.execute(path, (seed,)).fetchone()[0], db.execute(path, (best,)).fetchone()[0])
-PY
-)
+  read -r seed best < <(python3 scripts/evolve_kernels.py "$db" "$run")
   $cake eval bench/ops/$op.yaml --kernel "$seed/kernel.so" --threads 1 --json --store "$db" > "$out/$op.seed_std.json" 2>/dev/null
   $cake eval bench/ops/$op.yaml --kernel "$best/kernel.so" --threads 1 --json --store "$db" > "$out/$op.best_std.json" 2>/dev/null
   echo "$op re-measured" >&2

@@ -65,12 +65,18 @@ TEST(Roofline, CacheResidentTrafficUsesTheCacheBandwidth) {
   EXPECT_DOUBLE_EQ(floor_seconds({1e7, 3e5, 1e5}, p), 1e-4);  // compute still bounds
 }
 
-TEST(Roofline, TrafficOverL2ButWithinTheLlcUsesTheLlcBandwidth) {
+// 100 GFLOP/s; 10 GB/s DRAM, 100 GB/s within a 1 MiB L2, 50 GB/s within a 32 MiB LLC.
+MachinePeaks tiered_peaks() {
   MachinePeaks p{1e11, 1e10};
   p.cache_bytes_per_s = 1e11;
   p.cache_bytes = 1 << 20;
   p.llc_bytes_per_s = 5e10;
   p.llc_bytes = 32 << 20;
+  return p;
+}
+
+TEST(Roofline, TrafficOverL2ButWithinTheLlcUsesTheLlcBandwidth) {
+  MachinePeaks p = tiered_peaks();
   EXPECT_DOUBLE_EQ(floor_seconds({0, 3e5, 1e5}, p), 4e-6);  // within L2: the L2 bandwidth still
   EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 1e6}, p), 6e-5);  // 3 MB at 50 GB/s, not DRAM's 10
   EXPECT_DOUBLE_EQ(floor_seconds({0, 4e7, 2e7}, p), 6e-3);  // 60 MB is over the LLC: DRAM
@@ -79,11 +85,7 @@ TEST(Roofline, TrafficOverL2ButWithinTheLlcUsesTheLlcBandwidth) {
 }
 
 TEST(Roofline, RotatedInputsComeFromDramWhileOutputsStayWhereTheyFit) {
-  MachinePeaks p{1e11, 1e10};
-  p.cache_bytes_per_s = 1e11;
-  p.cache_bytes = 1 << 20;
-  p.llc_bytes_per_s = 5e10;
-  p.llc_bytes = 32 << 20;
+  MachinePeaks p = tiered_peaks();
   EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 5e5}, p, true), 2e-4 + 5e-6);  // 2 MB from DRAM, 0.5 MB to L2
   EXPECT_DOUBLE_EQ(floor_seconds({0, 2e6, 2e6}, p, true), 2e-4 + 4e-5);  // the 2 MB written stay in LLC
   EXPECT_DOUBLE_EQ(floor_seconds({0, 4e7, 4e7}, p, true), 8e-3);         // both over the LLC: DRAM
