@@ -10,7 +10,7 @@ const std::vector<std::string>& class_knobs(char cls) {
       {'P',
        {"vector_width", "tile_m", "tile_n", "unroll_k", "vectorize_reductions", "transpose_inputs", "mr",
         "nv", "unroll", "vectorize", "interchange", "gemm", "wg", "ipw", "reduce_wg", "reduce_min",
-        "local_reduce"}},
+        "local_reduce", "row_block"}},
       {'F', {"stages", "fusion"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},
       {'H', {"parallel", "task_rows", "threads", "parallel_min_work", "serial_below"}},

@@ -32,6 +32,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.gemm = k.boolean("gemm");
   o.mr = static_cast<int>(k.integer("mr"));
   o.nv = static_cast<int>(k.integer("nv"));
+  o.row_block = static_cast<int>(k.integer("row_block"));
   return o;
 }
 
@@ -108,11 +109,13 @@ class Lowering {
   }
   // The declaration of row-local tensor id's buffer, for one row of its first `prefix` axes: a stack scalar
   // when a row holds one element (a thread_local scratch lookup costs more than a short row's work).
-  std::string row_local(int id, size_t prefix) const {
+  // `rows` rows of it when the group runs in row blocks.
+  std::string row_local(int id, size_t prefix, int rows = 1) const {
     if (prefix >= tensor(id).dims.size())
-      return fmt::format("{} rl_{}[1];\n", elem_type(id), tensor(id).name);
-    return fmt::format("{}* rl_{} = cake_scratch<{}>({}, (size_t)({}));\n", elem_type(id), tensor(id).name,
-                       elem_type(id), scratch_slot_[static_cast<size_t>(id)], numel(id, prefix));
+      return fmt::format("{} rl_{}[{}];\n", elem_type(id), tensor(id).name, rows);
+    return fmt::format("{}* rl_{} = cake_scratch<{}>({}, (size_t)({} * {}));\n", elem_type(id),
+                       tensor(id).name, elem_type(id), scratch_slot_[static_cast<size_t>(id)], rows,
+                       numel(id, prefix));
   }
   std::string elem_type(int id) const { return tensor(id).elem == te::Type::Float ? real_ : "int64_t"; }
 
@@ -158,6 +161,7 @@ class Lowering {
   std::vector<Group> groups_;
   std::vector<int> scratch_slot_;
   int next_scratch_ = 0;
+  std::string block_row_;  // while a row block is emitted: the row's index within it (row-local offsets)
 };
 
 // Statement s may join group g with shared prefix p when its first p axes have the same extents as the
@@ -279,8 +283,12 @@ std::string Lowering::linear(int id, const std::vector<std::string>& idx, int fr
 
 std::string Lowering::access(int id, const std::vector<std::string>& idx, int prefix) const {
   const TensorInfo& t = tensor(id);
-  if (storage_[static_cast<size_t>(id)] == Storage::RowLocal)
-    return fmt::format("rl_{}[{}]", t.name, linear(id, idx, row_prefix_[static_cast<size_t>(id)]));
+  if (storage_[static_cast<size_t>(id)] == Storage::RowLocal) {
+    const std::string in_row = linear(id, idx, row_prefix_[static_cast<size_t>(id)]);
+    if (block_row_.empty()) return fmt::format("rl_{}[{}]", t.name, in_row);
+    return fmt::format("rl_{}[({}) * {} + {}]", t.name, block_row_,
+                       numel(id, static_cast<size_t>(row_prefix_[static_cast<size_t>(id)])), in_row);
+  }
   (void)prefix;
   return access_linear(id, linear(id, idx, 0));
 }
@@ -913,6 +921,7 @@ std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
 // declared per row, so the compiler vectorizes across rows.
 std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
   const Stmt& first = stmt(g.stmts[0]);
+  const int block = !unit && g.prefix == 1 ? std::max(1, o_.row_block) : 1;
   std::string out;
   std::vector<std::string> locals;
   std::string work = extents_product(first, 0, g.prefix) + " * (INT64_C(0)";
@@ -925,8 +934,30 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
     if (unit) {
       locals.push_back(fmt::format("{} rl_{}[1];\n", elem_type(t), tensor(t).name));
     } else {
-      out += "      " + row_local(t, static_cast<size_t>(g.prefix));
+      out += "      " + row_local(t, static_cast<size_t>(g.prefix), block);
     }
+  }
+  if (block > 1) {
+    // Row blocks: each statement over the block's rows before the next; row-locals hold the whole block.
+    const std::string rows = emit_size_expr(*first.var_extent[0]);
+    out += fmt::format(
+        "      #pragma omp for schedule(static)\n      for (int64_t gb = 0; gb < {0}; gb += {1}) {{\n"
+        "        const int64_t ge = gb + {1} < {0} ? gb + {1} : {0};\n",
+        rows, block);
+    block_row_ = "g0 - gb";
+    for (int si : g.stmts) {
+      const Stmt& s = stmt(si);
+      // A per-row scalar step (no axis of its own, no reduction) vectorizes across the block's rows.
+      if (o_.vectorize && s.n_domain == g.prefix && !te::contains(*s.rhs, ExprKind::Reduce))
+        out += "        #pragma omp simd\n";
+      out +=
+          fmt::format("        for (int64_t g0 = gb; g0 < ge; ++g0) {{\n          const int64_t {} = g0;\n",
+                      var_id(s.vars[0]));
+      out += emit_statement_body(si, g.prefix, "          ");
+      out += "        }\n";
+    }
+    block_row_.clear();
+    return out + "      }\n    }\n";
   }
   out += fmt::format("      #pragma omp for{}{} schedule(static)\n", unit ? " simd" : "",
                      g.prefix > 1 ? fmt::format(" collapse({})", g.prefix) : "");

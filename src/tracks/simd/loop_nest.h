@@ -5,7 +5,8 @@
 // buffer instead of memory. Scatter statements (`+=`) run in parallel over an axis that indexes the
 // target directly, serially otherwise. A reduction whose body reads along the innermost axis contiguously
 // (convolution, pooling: y[.., j] = Σ_k w[k] · x?[.., j·S + k - P]) is interchanged with that axis, so the
-// loop over j is the vectorized one instead of a few-tap scalar loop per output.
+// loop over j is the vectorized one instead of a few-tap scalar loop per output. Fused rows may run in
+// blocks (`row_block`): each statement over the block's rows in turn.
 #pragma once
 
 #include <string>
@@ -29,6 +30,10 @@ struct LoopNestOptions {
       true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
   int mr = 6;  // its tile: rows of C
   int nv = 2;  // its tile: vectors of C per row
+  // A fused group over one leading axis runs each statement over a block of this many rows before the
+  // next statement (1: row by row). Per-row scalar steps (rms_norm's rsqrt) then vectorize across the
+  // block, and rows' dependency chains (a reduction's lane combine, a divide) overlap.
+  int row_block = 16;
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);

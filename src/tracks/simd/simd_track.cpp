@@ -110,6 +110,11 @@ class SimdTrack final : public Track {
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
     k.add_int("nv", {1, 2, 3, 4}, 2, "micro-kernel tile: vectors of C per row");
+    // 16 rows: 10-45% faster on rows of 33 and 127 elements (softmax, layer_norm, rms_norm), within 3% on
+    // rows of 4096, whose block of intermediates then sits in L2 instead of L1.
+    k.add_int("row_block", {1, 4, 16, 64}, 16,
+              "fused rows run each statement over a block of this many rows before the next (per-row "
+              "scalar steps vectorize across the block); 1: row by row");
     std::vector<int64_t> threads{0, 1};
     for (int t = 2; t <= std::max(2, m.logical_cores); t *= 2) threads.push_back(t);
     k.add_int("threads", threads, 0, "OpenMP threads (0: all usable cores)");

@@ -82,7 +82,8 @@ TEST_P(ArgReduce, TiesNaNsAndTailsKeepTheFirstIndex) {
     ASSERT_EQ(k.run(in, out, params), 0);
     for (int64_t n = 0; n < N; ++n) {
       EXPECT_EQ(int64_t(out[0].get(n)), expected(rows[size_t(n)], true)) << "argmax, D=" << D << " row " << n;
-      EXPECT_EQ(int64_t(out[1].get(n)), expected(rows[size_t(n)], false)) << "argmin, D=" << D << " row " << n;
+      EXPECT_EQ(int64_t(out[1].get(n)), expected(rows[size_t(n)], false))
+          << "argmin, D=" << D << " row " << n;
     }
   }
 }

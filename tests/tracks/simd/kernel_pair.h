@@ -1,5 +1,5 @@
 // Support for the simd tests that build one contract twice, with different knobs, and compare the two
-// kernels' outputs bit for bit (interchange_test, unit_rows_test).
+// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test).
 #pragma once
 
 #include <bit>
@@ -8,6 +8,8 @@
 #include <string>
 
 #include "build/build_service.h"
+#include "build/kernel.h"
+#include "cases/cases.h"
 #include "contract/contract.h"
 #include "core/tensor.h"
 #include "target/machine.h"
@@ -29,6 +31,31 @@ inline bool same_bits(const Tensor& a, const Tensor& b, int64_t i) {
   const double x = a.get(i), y = b.get(i);
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
   return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
+}
+
+// Runs kernels a and b on case k's inputs, with NaNs and -infs sprinkled into its first float input (they
+// must propagate alike): empty when every output element has the same bits, else where the first differs.
+inline std::string first_difference(const build::Kernel& a, const build::Kernel& b, const CheckedContract& c,
+                                    const cases::Case& k) {
+  std::vector<Tensor> in = cases::make_inputs(c, k);
+  Tensor& x = in[in[0].dtype() == DType::i64 ? 1 : 0];
+  for (int64_t i = 3; i < x.numel(); i += 101) x.set(i, std::nan(""));
+  for (int64_t i = 5; i < x.numel(); i += 211) x.set(i, -INFINITY);
+  std::vector<Tensor> out_a = cases::make_outputs(c, k), out_b = cases::make_outputs(c, k);
+  const std::vector<double> params = cases::kernel_params(c, k);
+  if (const int e = a.run(in, out_a, params); e != 0)
+    return k.describe() + ": the first kernel returned " + std::to_string(e);
+  if (const int e = b.run(in, out_b, params); e != 0)
+    return k.describe() + ": the second kernel returned " + std::to_string(e);
+  for (size_t t = 0; t < out_a.size(); ++t) {
+    for (int64_t i = 0; i < out_a[t].numel(); ++i) {
+      if (!same_bits(out_a[t], out_b[t], i)) {
+        return k.describe() + " output " + std::to_string(t) + " element " + std::to_string(i) + ": " +
+               std::to_string(out_a[t].get(i)) + " vs " + std::to_string(out_b[t].get(i));
+      }
+    }
+  }
+  return "";
 }
 
 }  // namespace cake::testing_simd

@@ -22,8 +22,8 @@ namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_simd::first_difference;
 using testing_simd::lower_and_build;
-using testing_simd::same_bits;
 
 struct Op {
   std::string name;
@@ -59,22 +59,8 @@ TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
     for (const DType dt : {DType::f32, DType::bf16}) {
       std::map<std::string, int64_t> shape = op.other;
       shape[op.row] = 1, shape[op.rows] = n;
-      const cases::Case k = cases::make_case(c, shape, dt);
-      std::vector<Tensor> in = cases::make_inputs(c, k);
-      Tensor& x = in[in[0].dtype() == DType::i64 ? 1 : 0];
-      for (int64_t i = 3; i < x.numel(); i += 101) x.set(i, std::nan(""));  // NaNs must propagate
-      for (int64_t i = 5; i < x.numel(); i += 211) x.set(i, -INFINITY);
-      std::vector<Tensor> out_on = cases::make_outputs(c, k), out_off = cases::make_outputs(c, k);
-      const std::vector<double> params = cases::kernel_params(c, k);
-      ASSERT_EQ(k_on.run(in, out_on, params), 0) << k.describe();
-      ASSERT_EQ(k_off.run(in, out_off, params), 0) << k.describe();
-      for (size_t t = 0; t < out_on.size(); ++t) {
-        for (int64_t i = 0; i < out_on[t].numel(); ++i) {
-          ASSERT_TRUE(same_bits(out_on[t], out_off[t], i))
-              << k.describe() << " output " << t << " element " << i << ": " << out_on[t].get(i) << " vs "
-              << out_off[t].get(i);
-        }
-      }
+      const std::string diff = first_difference(k_on, k_off, c, cases::make_case(c, shape, dt));
+      ASSERT_TRUE(diff.empty()) << diff;
     }
   }
 }
