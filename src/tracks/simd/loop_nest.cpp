@@ -918,7 +918,9 @@ std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
 // The parallel loop over fused group g's shared axes, its statements in order inside. `unit` (every inner
 // extent 1, the sizes shadowed by constants): the row loop is `omp for simd`, the statements are emitted
 // without vector pragmas of their own (their loops run once and fold away) and the row-local buffers are
-// declared per row, so the compiler vectorizes across rows.
+// declared per row, so the compiler vectorizes across rows. Otherwise, over one shared axis with
+// row_block > 1, the parallel loop is over blocks of rows and each statement runs over the block's rows in
+// turn (row-locals hold the block; a per-row scalar step is `omp simd` across it).
 std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
   const Stmt& first = stmt(g.stmts[0]);
   const int block = !unit && g.prefix == 1 ? std::max(1, o_.row_block) : 1;
