@@ -71,9 +71,9 @@ void set_peaks(MachineInfo& m, const Peaks& p) {
   m.fma_gflops_1t = p.fma_gflops_1t;
   m.cache_bandwidth_gbs_1t = p.cache_bandwidth_gbs_1t;
   m.cache_triad_bytes = p.cache_triad_bytes;
-  m.llc_bytes = p.llc_triad_bytes > 0 ? believed_llc_bytes(m.caches) : 0;
-  m.llc_bandwidth_gbs = p.llc_triad_bytes > 0 ? p.llc_bandwidth_gbs : 0;
-  m.llc_bandwidth_gbs_1t = p.llc_triad_bytes > 0 ? p.llc_bandwidth_gbs_1t : 0;
+  m.llc_bandwidth_gbs = p.llc_bandwidth_gbs;  // 0 when the LLC tier was not measured
+  m.llc_bandwidth_gbs_1t = p.llc_bandwidth_gbs_1t;
+  m.llc_bytes = believed_llc_bytes(m.caches);
 }
 
 }  // namespace
