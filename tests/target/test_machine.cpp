@@ -143,6 +143,7 @@ TEST(Json, RoundTripKeepsEveryField) {
   m.logical_cores = logical_cores();
   m.isa = detect_isa();
   m.caches = detect_caches();
+  m.llc_bytes = believed_llc_bytes(m.caches);  // derived from caches, as describe_machine sets it
   m.peaks.bandwidth_gbs = 41.5;
   m.peaks.bandwidth_gbs_1t = 22.25;
   m.peaks.fma_gflops = 400.5;
