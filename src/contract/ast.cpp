@@ -196,4 +196,33 @@ bool contains(const Expr& e, ExprKind kind) {
   return any_of(e, [kind](const Expr& x) { return x.kind == kind; });
 }
 
+bool uses_var(const Expr& e, int slot) {
+  return any_of(e, [slot](const Expr& x) { return x.kind == ExprKind::Var && x.slot == slot; });
+}
+
+namespace {
+// Whether e rises by exactly one with variable slot j: j, j ± o or o + j with o free of j.
+bool steps_with(const Expr& e, int j) {
+  if (e.kind == ExprKind::Var) return e.slot == j;
+  if (e.kind != ExprKind::Binary || (e.op != Op::Add && e.op != Op::Sub)) return false;
+  const Expr &a = *e.args[0], &b = *e.args[1];
+  return (steps_with(a, j) && !uses_var(b, j)) || (e.op == Op::Add && steps_with(b, j) && !uses_var(a, j));
+}
+}  // namespace
+
+const Expr* prefix_sum(const Stmt& s) {
+  if (s.accumulate || s.n_domain < 1 || !s.rhs) return nullptr;
+  const int j = s.n_domain - 1;
+  const Expr* red = nullptr;
+  int reductions = 0;
+  any_of(*s.rhs, [&](const Expr& e) {
+    if (e.kind == ExprKind::Reduce) red = &e, ++reductions;
+    return false;
+  });
+  if (reductions != 1 || red->reduce != ReduceOp::Sum || red->rvars.size() != 1) return nullptr;
+  const ReduceVar& rv = red->rvars[0];
+  if (!rv.lo || uses_var(*rv.lo, j) || !steps_with(*rv.hi, j) || uses_var(*red->args[0], j)) return nullptr;
+  return red;
+}
+
 }  // namespace cake::te

@@ -123,6 +123,13 @@ int fn_arity(Fn fn);
 bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred);
 // True when e or any sub-expression is of this kind (a Read: data-dependent; a Reduce; a Var).
 bool contains(const Expr& e, ExprKind kind);
+// True when e uses the variable in slot `slot`.
+bool uses_var(const Expr& e, int slot);
+// The one sum of checked statement s's right-hand side when it is a prefix sum along s's innermost domain
+// axis j: sum(k in lo..hi: body) with lo and body free of j and hi rising by one with j (cumsum's
+// sum(k in 0..j + 1: x[n, k])); null otherwise. Each output then needs only the terms past its
+// predecessor's: one running accumulator along j, O(extent of j) terms instead of O(extent²).
+const Expr* prefix_sum(const Stmt& s);
 
 // Helpers to build trees (used by the checker, tests and tracks).
 ExprPtr make_number(double v, bool is_int, Pos pos = {});

@@ -52,10 +52,12 @@ double eval_int(const Expr& e, const Midpoints& m) {
   }
 }
 
-double flops_of(const Expr& e, Midpoints& m) {
+// Flops of e evaluated once; reduction `carried` (a prefix sum, carried along its axis by a running
+// accumulator) adds one term per evaluation.
+double flops_of(const Expr& e, Midpoints& m, const Expr* carried) {
   double f = 0;
   for (const te::ExprPtr& a : e.args)
-    if (a && e.kind != ExprKind::Reduce && e.kind != ExprKind::Read) f += flops_of(*a, m);
+    if (a && e.kind != ExprKind::Reduce && e.kind != ExprKind::Read) f += flops_of(*a, m, carried);
   const bool float_operands =
       e.type == Type::Float || std::any_of(e.args.begin(), e.args.end(),
                                            [](const te::ExprPtr& a) { return a && a->type == Type::Float; });
@@ -65,16 +67,16 @@ double flops_of(const Expr& e, Midpoints& m) {
     case ExprKind::Call:
       return f + (float_operands ? 1 : 0);
     case ExprKind::Read:
-      return e.pad_value ? flops_of(*e.pad_value, m) : 0;
+      return e.pad_value ? flops_of(*e.pad_value, m, carried) : 0;
     case ExprKind::Reduce: {
       double n = 1;
       for (const te::ReduceVar& r : e.rvars) {
         const double ext = r.lo ? eval_int(*r.hi, m) - eval_int(*r.lo, m) : eval_int(*r.extent, m);
-        n *= std::max(0.0, ext);
+        if (&e != carried) n *= std::max(0.0, ext);
         m.vars[static_cast<size_t>(r.slot)] =
             (r.lo ? eval_int(*r.lo, m) : 0) + (ext - 1) / 2;  // nested bounds: the middle
       }
-      return n * (flops_of(*e.args[0], m) + (e.args[0]->type == Type::Float ? 1 : 0));
+      return n * (flops_of(*e.args[0], m, carried) + (e.args[0]->type == Type::Float ? 1 : 0));
     }
     default:
       return f;
@@ -97,7 +99,8 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
       points *= static_cast<double>(ext);
       m.vars[static_cast<size_t>(v)] = static_cast<double>(ext - 1) / 2;  // the mean of 0..ext-1
     }
-    cost.flops += points * (flops_of(*s.rhs, m) + (s.accumulate ? 1 : 0));
+    // The least work: a prefix sum counts one term per output, not its whole prefix.
+    cost.flops += points * (flops_of(*s.rhs, m, te::prefix_sum(s)) + (s.accumulate ? 1 : 0));
     te::any_of(*s.rhs, [&](const Expr& e) {
       if (e.kind != ExprKind::Read) return false;
       const bool dependent = std::any_of(e.args.begin(), e.args.end(), [](const te::ExprPtr& ix) {

@@ -9,7 +9,7 @@ const std::vector<std::string>& class_knobs(char cls) {
   static const std::map<char, std::vector<std::string>> kClasses{
       {'P',
        {"vector_width", "tile_m", "tile_n", "unroll_k", "vectorize_reductions", "transpose_inputs", "mr",
-        "nv", "unroll", "vectorize", "interchange", "gemm", "wg", "ipw", "reduce_wg", "reduce_min",
+        "nv", "unroll", "vectorize", "interchange", "scan", "gemm", "wg", "ipw", "reduce_wg", "reduce_min",
         "local_reduce", "row_block"}},
       {'F', {"stages", "fusion"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},

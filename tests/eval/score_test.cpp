@@ -2,6 +2,9 @@
 // (flops, compulsory bytes) the TE gives for contracts whose counts are known in closed form.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "eval/score.h"
@@ -33,11 +36,27 @@ TEST(CaseCost, SoftmaxCountsEveryStatement) {
   EXPECT_DOUBLE_EQ(k.bytes_written, 24.0);
 }
 
-TEST(CaseCost, TriangularRangesCountTheirMeanLength) {
-  // cumsum y[n, j] = sum(k in 0..j+1: x[n, k]): per row 1 + 2 + ... + D additions
+TEST(CaseCost, APrefixSumCountsOneTermPerOutput) {
+  // cumsum y[n, j] = sum(k in 0..j+1: x[n, k]): carried along j, one addition per output (the contract as
+  // written sums 1 + 2 + ... + D terms per row; a kernel need not)
   const CheckedContract c = contract("cumsum");
   const CaseCost k = case_cost(c, cases::make_case(c, {{"N", 3}, {"D", 8}}, DType::f32));
-  EXPECT_DOUBLE_EQ(k.flops, 3.0 * (8 * 9 / 2));
+  EXPECT_DOUBLE_EQ(k.flops, 3.0 * 8);
+}
+
+TEST(CaseCost, TriangularRangesCountTheirMeanLength) {
+  // y[n, j] = sum(k in 0..j+1: x[n, k] * j): the body uses j, so no running sum; per row (1 + 2 + ... + D)
+  // multiplications and additions
+  std::ifstream f(std::string(CAKE_SOURCE_DIR) + "/bench/ops/cumsum.yaml");
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string yaml = text.str();
+  const std::string prefix = "x[n, k])";
+  ASSERT_NE(yaml.find(prefix), std::string::npos);
+  yaml.replace(yaml.find(prefix), prefix.size(), "x[n, k] * j)");
+  const CheckedContract c = check_contract(load_contract_text(yaml));
+  const CaseCost k = case_cost(c, cases::make_case(c, {{"N", 3}, {"D", 8}}, DType::f32));
+  EXPECT_DOUBLE_EQ(k.flops, 3.0 * (8 * 9 / 2) * 2);
 }
 
 TEST(CaseCost, AGatheredTableCountsOnlyTheRowsRead) {

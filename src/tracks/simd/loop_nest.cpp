@@ -17,6 +17,7 @@ namespace cake::tracks::simd {
 using te::Expr;
 using te::ExprKind;
 using te::Stmt;
+using te::uses_var;
 
 LoopNestOptions loop_nest_options(const Knobs& k) {
   LoopNestOptions o;
@@ -25,6 +26,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.fuse_rows = k.choice("fusion") == "rows";
   o.vectorize = k.boolean("vectorize");
   o.interchange = k.boolean("interchange");
+  o.scan = k.boolean("scan");
   o.unroll = static_cast<int>(k.integer("unroll"));
   o.threads = static_cast<int>(k.integer("threads"));
   o.parallel_min_work = k.integer("parallel_min_work");
@@ -145,6 +147,18 @@ class Lowering {
   std::string emit_statement_loops(int si, int prefix, const std::string& ind);
   const Expr* stencil_reduction(int si, int prefix) const;
   std::string emit_interchanged(int si, int prefix, const std::string& ind, const Expr& red);
+  const Expr* running_sum(int si, int prefix) const;
+  std::string emit_running_sum(int si, int prefix, const std::string& ind, const Expr& red);
+  // Closes the loops over axes [prefix, j) opened at indent ind0 (ind: the innermost one's body) and the
+  // block around them.
+  static std::string close_loops(std::string ind, const std::string& ind0, int prefix, int j) {
+    std::string out;
+    for (int k = j - 1; k >= prefix; --k) {
+      ind.resize(ind.size() - 2);
+      out += ind + "}\n";
+    }
+    return out + ind0 + "}\n";
+  }
   std::string assign(int si, const std::string& value, const std::string& ind) const;
   // An expression emitter for statement s in this lowering's types, reading tensors through access().
   CppExprEmitter emitter(const Stmt& s) {
@@ -357,8 +371,10 @@ constexpr int kInterchangeMinRow = 16;
 }  // namespace
 
 // The loops over axes [prefix, n_domain) of statement si and the element computation inside them; a
-// stencil-like reduction is interchanged with the innermost axis when that axis is long enough.
+// running sum carries its accumulator along the innermost axis; a stencil-like reduction is interchanged
+// with the innermost axis when that axis is long enough.
 std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind) {
+  if (const Expr* scan = running_sum(si, prefix)) return emit_running_sum(si, prefix, ind, *scan);
   const Expr* red = stencil_reduction(si, prefix);
   if (!red) return emit_statement_loops(si, prefix, ind);
   const Stmt& s = stmt(si);
@@ -380,10 +396,6 @@ std::string Lowering::assign(int si, const std::string& value, const std::string
 }
 
 namespace {
-bool uses_var(const Expr& e, int slot) {
-  return te::any_of(e, [slot](const Expr& x) { return x.kind == ExprKind::Var && x.slot == slot; });
-}
-
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
 // form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
 // stride) is named in *stride, as its C identifier.
@@ -451,6 +463,134 @@ const Expr* Lowering::stencil_reduction(int si, int prefix) const {
     return false;
   });
   return along_last && !elsewhere ? red : nullptr;
+}
+
+// Statement si's prefix sum (te::prefix_sum) when it is along an axis of the statement's own loops.
+const Expr* Lowering::running_sum(int si, int prefix) const {
+  const Stmt& s = stmt(si);
+  return o_.scan && s.n_domain - 1 >= prefix ? te::prefix_sum(s) : nullptr;
+}
+
+namespace {
+// A two-operand __builtin_shuffle mask of `lanes` lanes moving each lane up by `by` (zeros, lane `lanes` of
+// the second operand, shifted in), or broadcasting lane `by` when `by` < 0 is its complement (~lane).
+std::string lane_mask(const std::string& type, int lanes, int by) {
+  std::string m = "(" + type + "){";
+  for (int i = 0; i < lanes; ++i)
+    m += std::to_string(by < 0 ? ~by : i >= by ? i - by : lanes) + (i + 1 < lanes ? ", " : "}");
+  return m;
+}
+}  // namespace
+
+// Statement si with its prefix sum `red` (running_sum): the loops over axes [prefix, j), then j in order
+// with the accumulator carried along it, each output adding the terms from its predecessor's upper bound
+// (the lower bound at first) to its own. Unvectorized, the terms are added one by one in the reduction's
+// order and accumulator type, so each output is bit-identical to the sequential reduction's. Vectorized
+// (o_.vectorize), once the outputs add one term each (past the first non-empty prefix), a block of 4
+// vectors of L outputs takes its terms from an `omp simd` loop; each vector forms its prefix sums in
+// log2(L) shift-and-add steps in registers, then adds the carry broadcast from the vector before: the
+// dependent chain is one addition per vector instead of one per output. Those outputs round in that order
+// (each still a sum of the same terms). A row's last partial block runs one by one.
+std::string Lowering::emit_running_sum(int si, int prefix, const std::string& ind0, const Expr& red) {
+  const Stmt& s = stmt(si);
+  const int j = s.n_domain - 1;
+  const te::ReduceVar& rv = red.rvars[0];
+  const std::string vj = var_id(s.vars[static_cast<size_t>(j)]),
+                    vk = var_id(s.vars[static_cast<size_t>(rv.slot)]), run = fmt::format("scan{}", si),
+                    extent = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]);
+  const bool ints = red.args[0]->type != te::Type::Float;
+  const std::string acc = ints ? "int64_t" : acc_;
+  std::string out = ind0 + "{\n", ind = ind0 + "  ";
+  for (int k = prefix; k < j; ++k) {
+    const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+    out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+                       emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+    ind += "  ";
+  }
+  std::string pre;
+  const std::string lo = emitter(s).emit(*rv.lo, pre, ind);
+  out +=
+      pre + fmt::format("{}{} {} = 0;\n{}const int64_t {}_lo = {};\n{}int64_t {}_next = {}_lo, {}_j = 0;\n",
+                        ind, acc, run, ind, run, lo, ind, run, run, run);
+  // The outputs from run_j on, one by one; `first`: stop after the first non-empty prefix.
+  const auto scalar = [&](bool first) {
+    const std::string in = ind + "  ";
+    CppExprEmitter em = emitter(s);
+    std::string hi_pre, body_pre, value_pre;
+    const std::string hi = em.emit(*rv.hi, hi_pre, in);
+    const std::string term = em.emit(*red.args[0], body_pre, in + "  ");
+    em.substitute(&red, ints ? run : fmt::format("(({}){})", real_, run));
+    const std::string value = em.emit(*s.rhs, value_pre, in);
+    return fmt::format(
+        "{}for (; {}_j < {}; ++{}_j) {{\n{}const int64_t {} = {}_j;\n{}{}const int64_t {}_hi = {};\n"
+        "{}for (; {}_next < {}_hi; ++{}_next) {{\n{}  const int64_t {} = {}_next;\n{}{}  {} += "
+        "{};\n{}}}\n{}{}{}"
+        "{}}}\n",
+        ind, run, extent, run, in, vj, run, hi_pre, in, run, hi, in, run, run, run, in, vk, run, body_pre, in,
+        run, term, in, value_pre, assign(si, value, in),
+        first ? fmt::format("{}if ({}_hi > {}_lo) {{\n{}  ++{}_j;\n{}  break;\n{}}}\n", in, run, run, in, run,
+                            in, in)
+              : "",
+        ind);
+  };
+  if (!o_.vectorize) return out + scalar(false) + close_loops(ind, ind0, prefix, j);
+  const int lanes = 64 / (acc == "float" ? 4 : 8);
+  const std::string v = run + "_V", m = run + "_M", in = ind + "  ", in2 = in + "  ";
+  out += scalar(true);
+  // The vector blocks, inside a test that a row has one (a row of a few outputs pays nothing for them).
+  std::string vec;
+  vec += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", ind, acc, v);
+  vec += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", ind,
+                     lanes == 16 ? "int32_t" : "int64_t", m);
+  vec += fmt::format("{}{} {}_c = {} + {}{{}};\n", ind, v, run, run, v);
+  // Blocks of kChains vectors: the terms' loop and the outputs' loop long enough to pay for themselves.
+  constexpr int kChains = 4;
+  const int block = kChains * lanes;
+  vec += fmt::format("{}for (; {}_j + {} <= {}; {}_j += {}, {}_next += {}) {{\n", ind, run, block, extent,
+                     run, block, run, block);
+  vec += fmt::format("{}alignas(64) {} {}_t[{}];\n", in, acc, run, block);
+  {
+    CppExprEmitter em = emitter(s);
+    std::string body_pre;
+    const std::string term = em.emit(*red.args[0], body_pre, in2);
+    vec += fmt::format(
+        "{}#pragma omp simd\n{}for (int {}_l = 0; {}_l < {}; ++{}_l) {{\n{}const int64_t {} = {}_next + "
+        "{}_l;\n{}{}{}_t[{}_l] = {};\n{}}}\n",
+        in, in, run, run, block, run, in2, vk, run, run, body_pre, in2, run, run, term, in);
+  }
+  for (int q = 0; q < kChains; ++q) {
+    const std::string sq = fmt::format("{}_s{}", run, q);
+    vec += fmt::format("{}{} {} = *(const {}*)({}_t + {});\n", in, v, sq, v, run, q * lanes);
+    for (int by = 1; by < lanes; by *= 2) {
+      vec +=
+          fmt::format("{}{} += __builtin_shuffle({}, {}{{}}, {});\n", in, sq, sq, v, lane_mask(m, lanes, by));
+    }
+  }
+  // The carry chain: one addition and one broadcast per vector.
+  for (int q = 0; q < kChains; ++q) {
+    const std::string sq = fmt::format("{}_s{}", run, q);
+    vec += fmt::format("{}{} += {}_c;\n{}{}_c = __builtin_shuffle({}, {});\n{}*({}*)({}_t + {}) = {};\n", in,
+                       sq, run, in, run, sq, lane_mask(m, lanes, ~(lanes - 1)), in, v, run, q * lanes, sq);
+  }
+  {
+    CppExprEmitter em = emitter(s);
+    em.substitute(&red, ints ? run + "_t[" + run + "_l]" : fmt::format("(({}){}_t[{}_l])", real_, run, run));
+    std::string value_pre;
+    const std::string value = em.emit(*s.rhs, value_pre, in2);
+    vec += fmt::format(
+        "{}#pragma omp simd\n{}for (int {}_l = 0; {}_l < {}; ++{}_l) {{\n{}const int64_t {} = {}_j + "
+        "{}_l;\n{}{}{}}}\n",
+        in, in, run, run, block, run, in2, vj, run, run, value_pre, assign(si, value, in2), in);
+  }
+  vec += ind + "}\n" + fmt::format("{}{} = {}_c[0];\n", ind, run, run);
+  out += fmt::format("{}if ({}_j + {} <= {}) {{\n", ind, run, block, extent);
+  for (size_t at = 0; at < vec.size();) {
+    const size_t nl = vec.find('\n', at);
+    out += "  " + vec.substr(at, nl + 1 - at);
+    at = nl + 1;
+  }
+  out += ind + "}\n";
+  return out + scalar(false) + close_loops(ind, ind0, prefix, j);
 }
 
 // Statement si with its reduction `red` outside the innermost axis j: a per-thread row of accumulators

@@ -5,8 +5,10 @@
 // buffer instead of memory. Scatter statements (`+=`) run in parallel over an axis that indexes the
 // target directly, serially otherwise. A reduction whose body reads along the innermost axis contiguously
 // (convolution, pooling: y[.., j] = Σ_k w[k] · x?[.., j·S + k - P]) is interchanged with that axis, so the
-// loop over j is the vectorized one instead of a few-tap scalar loop per output. Fused rows may run in
-// blocks (`row_block`): each statement over the block's rows in turn.
+// loop over j is the vectorized one instead of a few-tap scalar loop per output. A sum whose upper bound
+// rises with the innermost axis (cumsum: y[n, j] = Σ_{k<=j} x[n, k]) carries a running accumulator along
+// that axis instead of summing each prefix anew. Fused rows may run in blocks (`row_block`): each statement
+// over the block's rows in turn.
 #pragma once
 
 #include <string>
@@ -22,6 +24,7 @@ struct LoopNestOptions {
   bool fuse_rows = true;
   bool vectorize = true;    // `#pragma omp simd` on innermost loops and reductions
   bool interchange = true;  // stencil-like reductions run outside the innermost axis, vectorized along it
+  bool scan = true;         // a prefix sum along the innermost axis carries its accumulator along that axis
   int unroll = 1;           // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
   int threads = 0;          // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points

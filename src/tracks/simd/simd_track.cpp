@@ -104,6 +104,9 @@ class SimdTrack final : public Track {
     k.add_bool("interchange", true,
                "a reduction reading along the innermost axis (convolution, pooling) runs outside it, as "
                "vectorized updates of a row of accumulators");
+    k.add_bool("scan", true,
+               "a sum whose upper bound rises with the innermost axis (cumsum) carries a running accumulator "
+               "along it instead of summing each prefix anew");
     k.add_int("unroll", {1, 2, 4, 8}, 1,
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
