@@ -200,6 +200,16 @@ bool uses_var(const Expr& e, int slot) {
   return any_of(e, [slot](const Expr& x) { return x.kind == ExprKind::Var && x.slot == slot; });
 }
 
+const Expr* only_reduction(const Expr& e) {
+  const Expr* red = nullptr;
+  int reductions = 0;
+  any_of(e, [&](const Expr& x) {
+    if (x.kind == ExprKind::Reduce) red = &x, ++reductions;
+    return false;
+  });
+  return reductions == 1 ? red : nullptr;
+}
+
 namespace {
 // Whether e rises by exactly one with variable slot j: j, j ± o or o + j with o free of j.
 bool steps_with(const Expr& e, int j) {
@@ -213,13 +223,8 @@ bool steps_with(const Expr& e, int j) {
 const Expr* prefix_sum(const Stmt& s) {
   if (s.accumulate || s.n_domain < 1 || !s.rhs) return nullptr;
   const int j = s.n_domain - 1;
-  const Expr* red = nullptr;
-  int reductions = 0;
-  any_of(*s.rhs, [&](const Expr& e) {
-    if (e.kind == ExprKind::Reduce) red = &e, ++reductions;
-    return false;
-  });
-  if (reductions != 1 || red->reduce != ReduceOp::Sum || red->rvars.size() != 1) return nullptr;
+  const Expr* red = only_reduction(*s.rhs);
+  if (!red || red->reduce != ReduceOp::Sum || red->rvars.size() != 1) return nullptr;
   const ReduceVar& rv = red->rvars[0];
   if (!rv.lo || uses_var(*rv.lo, j) || !steps_with(*rv.hi, j) || uses_var(*red->args[0], j)) return nullptr;
   return red;

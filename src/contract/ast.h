@@ -125,6 +125,8 @@ bool any_of(const Expr& e, const std::function<bool(const Expr&)>& pred);
 bool contains(const Expr& e, ExprKind kind);
 // True when e uses the variable in slot `slot`.
 bool uses_var(const Expr& e, int slot);
+// The one reduction in e (nested ones counted too); null when e has none or more than one.
+const Expr* only_reduction(const Expr& e);
 // The one sum of checked statement s's right-hand side when it is a prefix sum along s's innermost domain
 // axis j: sum(k in lo..hi: body) with lo and body free of j and hi rising by one with j (cumsum's
 // sum(k in 0..j + 1: x[n, k])); null otherwise. Each output then needs only the terms past its

@@ -2,11 +2,9 @@
 // (flops, compulsory bytes) the TE gives for contracts whose counts are known in closed form.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "cases/cases.h"
 #include "contract/contract.h"
+#include "core/paths.h"
 #include "eval/score.h"
 #include "eval/timing.h"
 
@@ -47,10 +45,7 @@ TEST(CaseCost, APrefixSumCountsOneTermPerOutput) {
 TEST(CaseCost, TriangularRangesCountTheirMeanLength) {
   // y[n, j] = sum(k in 0..j+1: x[n, k] * j): the body uses j, so no running sum; per row (1 + 2 + ... + D)
   // multiplications and additions
-  std::ifstream f(std::string(CAKE_SOURCE_DIR) + "/bench/ops/cumsum.yaml");
-  std::stringstream text;
-  text << f.rdbuf();
-  std::string yaml = text.str();
+  std::string yaml = read_file(std::string(CAKE_SOURCE_DIR) + "/bench/ops/cumsum.yaml").value_or("");
   const std::string prefix = "x[n, k])";
   ASSERT_NE(yaml.find(prefix), std::string::npos);
   yaml.replace(yaml.find(prefix), prefix.size(), "x[n, k] * j)");

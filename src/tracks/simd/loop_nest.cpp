@@ -149,6 +149,17 @@ class Lowering {
   std::string emit_interchanged(int si, int prefix, const std::string& ind, const Expr& red);
   const Expr* running_sum(int si, int prefix) const;
   std::string emit_running_sum(int si, int prefix, const std::string& ind, const Expr& red);
+  // Plain loops over statement s's axes [from, to), opened at indent ind (which then indents their body).
+  std::string domain_loops(const Stmt& s, int from, int to, std::string& ind) const {
+    std::string out;
+    for (int k = from; k < to; ++k) {
+      const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
+      out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
+                         emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
+      ind += "  ";
+    }
+    return out;
+  }
   // Closes the loops over axes [prefix, j) opened at indent ind0 (ind: the innermost one's body) and the
   // block around them.
   static std::string close_loops(std::string ind, const std::string& ind0, int prefix, int j) {
@@ -440,13 +451,8 @@ const Expr* Lowering::stencil_reduction(int si, int prefix) const {
   const Stmt& s = stmt(si);
   if (!o_.interchange || !o_.vectorize || s.accumulate || s.n_domain - 1 < prefix) return nullptr;
   const int j = s.n_domain - 1;
-  const Expr* red = nullptr;
-  int reductions = 0;
-  te::any_of(*s.rhs, [&](const Expr& e) {
-    if (e.kind == ExprKind::Reduce) red = &e, ++reductions;
-    return false;
-  });
-  if (reductions != 1 || red->args[0]->type != te::Type::Float) return nullptr;
+  const Expr* red = te::only_reduction(*s.rhs);
+  if (!red || red->args[0]->type != te::Type::Float) return nullptr;
   if (red->reduce != te::ReduceOp::Sum && red->reduce != te::ReduceOp::Max &&
       red->reduce != te::ReduceOp::Min)
     return nullptr;
@@ -500,13 +506,8 @@ std::string Lowering::emit_running_sum(int si, int prefix, const std::string& in
                     extent = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]);
   const bool ints = red.args[0]->type != te::Type::Float;
   const std::string acc = ints ? "int64_t" : acc_;
-  std::string out = ind0 + "{\n", ind = ind0 + "  ";
-  for (int k = prefix; k < j; ++k) {
-    const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
-    out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
-                       emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
-    ind += "  ";
-  }
+  std::string ind = ind0 + "  ";
+  std::string out = ind0 + "{\n" + domain_loops(s, prefix, j, ind);
   std::string pre;
   const std::string lo = emitter(s).emit(*rv.lo, pre, ind);
   out +=
@@ -535,41 +536,42 @@ std::string Lowering::emit_running_sum(int si, int prefix, const std::string& in
   };
   if (!o_.vectorize) return out + scalar(false) + close_loops(ind, ind0, prefix, j);
   const int lanes = 64 / (acc == "float" ? 4 : 8);
-  const std::string v = run + "_V", m = run + "_M", in = ind + "  ", in2 = in + "  ";
-  out += scalar(true);
-  // The vector blocks, inside a test that a row has one (a row of a few outputs pays nothing for them).
-  std::string vec;
-  vec += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", ind, acc, v);
-  vec += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", ind,
-                     lanes == 16 ? "int32_t" : "int64_t", m);
-  vec += fmt::format("{}{} {}_c = {} + {}{{}};\n", ind, v, run, run, v);
   // Blocks of kChains vectors: the terms' loop and the outputs' loop long enough to pay for themselves.
   constexpr int kChains = 4;
   const int block = kChains * lanes;
-  vec += fmt::format("{}for (; {}_j + {} <= {}; {}_j += {}, {}_next += {}) {{\n", ind, run, block, extent,
-                     run, block, run, block);
-  vec += fmt::format("{}alignas(64) {} {}_t[{}];\n", in, acc, run, block);
+  // vi: the vector blocks' indent, inside a test that a row has one (a row of a few outputs pays nothing
+  // for them).
+  const std::string v = run + "_V", m = run + "_M", vi = ind + "  ", in = vi + "  ", in2 = in + "  ";
+  out += scalar(true);
+  out += fmt::format("{}if ({}_j + {} <= {}) {{\n", ind, run, block, extent);
+  out += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", vi, acc, v);
+  out += fmt::format("{}typedef {} {} __attribute__((vector_size(64)));\n", vi,
+                     lanes == 16 ? "int32_t" : "int64_t", m);
+  out += fmt::format("{}{} {}_c = {} + {}{{}};\n", vi, v, run, run, v);
+  out += fmt::format("{}for (; {}_j + {} <= {}; {}_j += {}, {}_next += {}) {{\n", vi, run, block, extent, run,
+                     block, run, block);
+  out += fmt::format("{}alignas(64) {} {}_t[{}];\n", in, acc, run, block);
   {
     CppExprEmitter em = emitter(s);
     std::string body_pre;
     const std::string term = em.emit(*red.args[0], body_pre, in2);
-    vec += fmt::format(
+    out += fmt::format(
         "{}#pragma omp simd\n{}for (int {}_l = 0; {}_l < {}; ++{}_l) {{\n{}const int64_t {} = {}_next + "
         "{}_l;\n{}{}{}_t[{}_l] = {};\n{}}}\n",
         in, in, run, run, block, run, in2, vk, run, run, body_pre, in2, run, run, term, in);
   }
   for (int q = 0; q < kChains; ++q) {
     const std::string sq = fmt::format("{}_s{}", run, q);
-    vec += fmt::format("{}{} {} = *(const {}*)({}_t + {});\n", in, v, sq, v, run, q * lanes);
+    out += fmt::format("{}{} {} = *(const {}*)({}_t + {});\n", in, v, sq, v, run, q * lanes);
     for (int by = 1; by < lanes; by *= 2) {
-      vec +=
+      out +=
           fmt::format("{}{} += __builtin_shuffle({}, {}{{}}, {});\n", in, sq, sq, v, lane_mask(m, lanes, by));
     }
   }
   // The carry chain: one addition and one broadcast per vector.
   for (int q = 0; q < kChains; ++q) {
     const std::string sq = fmt::format("{}_s{}", run, q);
-    vec += fmt::format("{}{} += {}_c;\n{}{}_c = __builtin_shuffle({}, {});\n{}*({}*)({}_t + {}) = {};\n", in,
+    out += fmt::format("{}{} += {}_c;\n{}{}_c = __builtin_shuffle({}, {});\n{}*({}*)({}_t + {}) = {};\n", in,
                        sq, run, in, run, sq, lane_mask(m, lanes, ~(lanes - 1)), in, v, run, q * lanes, sq);
   }
   {
@@ -577,19 +579,12 @@ std::string Lowering::emit_running_sum(int si, int prefix, const std::string& in
     em.substitute(&red, ints ? run + "_t[" + run + "_l]" : fmt::format("(({}){}_t[{}_l])", real_, run, run));
     std::string value_pre;
     const std::string value = em.emit(*s.rhs, value_pre, in2);
-    vec += fmt::format(
+    out += fmt::format(
         "{}#pragma omp simd\n{}for (int {}_l = 0; {}_l < {}; ++{}_l) {{\n{}const int64_t {} = {}_j + "
         "{}_l;\n{}{}{}}}\n",
         in, in, run, run, block, run, in2, vj, run, run, value_pre, assign(si, value, in2), in);
   }
-  vec += ind + "}\n" + fmt::format("{}{} = {}_c[0];\n", ind, run, run);
-  out += fmt::format("{}if ({}_j + {} <= {}) {{\n", ind, run, block, extent);
-  for (size_t at = 0; at < vec.size();) {
-    const size_t nl = vec.find('\n', at);
-    out += "  " + vec.substr(at, nl + 1 - at);
-    at = nl + 1;
-  }
-  out += ind + "}\n";
+  out += vi + "}\n" + fmt::format("{}{} = {}_c[0];\n", vi, run, run) + ind + "}\n";
   return out + scalar(false) + close_loops(ind, ind0, prefix, j);
 }
 
@@ -618,10 +613,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   };
-  for (int k = prefix; k < j; ++k) {
-    const auto slot = static_cast<size_t>(k);
-    open(var_id(s.vars[slot]), "0", emit_size_expr(*s.var_extent[slot]), false);
-  }
+  out += domain_loops(s, prefix, j, ind);
   const char* identity = red.reduce == te::ReduceOp::Sum   ? "0"
                          : red.reduce == te::ReduceOp::Max ? "-INFINITY"
                                                            : "INFINITY";
@@ -713,22 +705,16 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
 // The loops over axes [prefix, n_domain) of statement si, in order, and the element computation inside.
 std::string Lowering::emit_statement_loops(int si, int prefix, const std::string& ind0) {
   const Stmt& s = stmt(si);
-  std::string outer, inner_head, hoist, ind = ind0;
-  const bool inner_simd = o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce);
-  for (int k = prefix; k < s.n_domain; ++k) {
-    const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
-    std::string& dst = k == s.n_domain - 1 ? inner_head : outer;
-    if (k == s.n_domain - 1) {
-      // GCC takes one loop pragma: `omp simd` wins, and unroll applies to loops it does not vectorize.
-      if (inner_simd) {
-        dst += ind + "#pragma omp simd\n";
-      } else if (o_.unroll > 1) {
-        dst += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
-      }
+  std::string inner_head, hoist, ind = ind0;
+  const std::string outer = domain_loops(s, prefix, s.n_domain - 1, ind);
+  if (prefix < s.n_domain) {
+    // GCC takes one loop pragma: `omp simd` wins, and unroll applies to loops it does not vectorize.
+    if (o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce)) {
+      inner_head += ind + "#pragma omp simd\n";
+    } else if (o_.unroll > 1) {
+      inner_head += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
     }
-    dst += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
-                       emit_size_expr(*s.var_extent[static_cast<size_t>(k)]), v);
-    ind += "  ";
+    inner_head += domain_loops(s, s.n_domain - 1, s.n_domain, ind);
   }
   CppExprEmitter em = emitter(s);
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));

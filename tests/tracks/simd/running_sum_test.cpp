@@ -11,13 +11,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "build/build_service.h"
 #include "build/kernel.h"
 #include "cases/cases.h"
 #include "contract/contract.h"
+#include "core/paths.h"
 #include "eval/conformance.h"
 #include "eval/precision.h"
 #include "kernel_pair.h"
@@ -34,10 +33,7 @@ const fs::path kCumsum = fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "cumsum.y
 
 // bench/ops/cumsum.yaml with its compute line replaced (empty: as it is).
 CheckedContract cumsum_with(const std::string& compute) {
-  std::ifstream f(kCumsum);
-  std::stringstream text;
-  text << f.rdbuf();
-  std::string yaml = text.str();
+  std::string yaml = read_file(kCumsum).value_or("");
   if (!compute.empty()) {
     const std::string old = "y[n, j] = sum(k in 0..j+1: x[n, k])";
     const size_t at = yaml.find(old);
