@@ -83,6 +83,17 @@ double flops_of(const Expr& e, Midpoints& m, const Expr* carried) {
   }
 }
 
+// A sum of products of two bf16 tensors in case k: the work a bf16 dot-product instruction does.
+bool bf16_dot(const CheckedContract& c, const cases::Case& k, const Expr& e) {
+  if (e.kind != ExprKind::Reduce || e.reduce != te::ReduceOp::Sum) return false;
+  const Expr& body = *e.args[0];
+  if (body.kind != ExprKind::Binary || body.op != te::Op::Mul) return false;
+  return std::all_of(body.args.begin(), body.args.end(), [&](const te::ExprPtr& a) {
+    return a->kind == ExprKind::Read && !a->padded &&
+           c.tensors[static_cast<size_t>(a->slot)].dtype_for(k.dtype) == DType::bf16;
+  });
+}
+
 }  // namespace
 
 CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
@@ -101,6 +112,10 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
     }
     // The least work: a prefix sum counts one term per output, not its whole prefix.
     cost.flops += points * (flops_of(*s.rhs, m, te::prefix_sum(s)) + (s.accumulate ? 1 : 0));
+    te::any_of(*s.rhs, [&](const Expr& e) {
+      if (bf16_dot(c, k, e)) cost.dot_flops += points * flops_of(e, m, nullptr);
+      return false;
+    });
     te::any_of(*s.rhs, [&](const Expr& e) {
       if (e.kind != ExprKind::Read) return false;
       const bool dependent = std::any_of(e.args.begin(), e.args.end(), [](const te::ExprPtr& ix) {
@@ -126,7 +141,10 @@ CaseCost case_cost(const CheckedContract& c, const cases::Case& k) {
 
 double floor_seconds(const CaseCost& cost, const MachinePeaks& p, bool inputs_rotated) {
   double t = p.call_s;
-  if (p.flops_per_s > 0) t = std::max(t, cost.flops / p.flops_per_s);
+  if (p.flops_per_s > 0) {
+    const double dot = p.dot_flops_per_s > 0 ? cost.dot_flops : 0;
+    t = std::max(t, (cost.flops - dot) / p.flops_per_s + (dot > 0 ? dot / p.dot_flops_per_s : 0));
+  }
   // The bandwidth of the smallest level a footprint of `bytes` stays in.
   const auto bandwidth = [&p](double bytes) {
     if (p.cache_bytes_per_s > 0 && bytes <= p.cache_bytes) return p.cache_bytes_per_s;

@@ -18,10 +18,13 @@ namespace cake::eval {
 // midpoint of those variables (exact for affine bounds). Traffic: every input read once, every output
 // written once, in the case's dtypes; an input read only through data-dependent indices (a gathered
 // table) counts at most one element per point of the statements that read it.
+// dot_flops, part of flops: the sums of products of two bf16 tensors (a bf16 case's matmul), which a CPU
+// with a bf16 dot-product instruction runs at that instruction's rate.
 struct CaseCost {
   double flops = 0;
   double bytes_read = 0;
   double bytes_written = 0;
+  double dot_flops = 0;
 };
 CaseCost case_cost(const CheckedContract& c, const cases::Case& k);
 
@@ -36,10 +39,12 @@ struct MachinePeaks {
   // LLC-resident triad at the thread count. 0: unknown (such cases take the DRAM bandwidth).
   double llc_bytes_per_s = 0;
   double llc_bytes = 0;
-  double call_s = 0;  // the harness's own cost of timing one call of a kernel that does nothing
+  double call_s = 0;           // the harness's own cost of timing one call of a kernel that does nothing
+  double dot_flops_per_s = 0;  // the BF16 dot-product peak there (0: none; dot flops take flops_per_s)
 };
 
-// T_HW in seconds: max(call_s, F / flops_per_s, Q_read / BW_read + Q_write / BW_write). Reads and writes
+// T_HW in seconds: max(call_s, F / flops_per_s, Q_read / BW_read + Q_write / BW_write), the bf16 dot
+// flops of F at dot_flops_per_s where the machine has one. Reads and writes
 // share one memory bus on a CPU, and the triad bandwidth counts them together (STREAM), so their times
 // add. Each BW is that of the smallest level (L2, LLC, DRAM) its buffers stay in while the harness repeats
 // the call: the whole traffic's level when the same inputs are used every call; when the inputs rotate over

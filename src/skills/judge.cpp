@@ -257,6 +257,7 @@ eval::MachinePeaks peaks_for_threads(const target::MachineInfo& m, int threads) 
   const bool one = threads == 1;
   eval::MachinePeaks p;
   p.flops_per_s = (one ? m.fma_gflops_1t : m.fma_gflops) * 1e9;
+  p.dot_flops_per_s = (one ? m.bf16_dot_gflops_1t : m.bf16_dot_gflops) * 1e9;
   p.bytes_per_s = (one ? m.bandwidth_gbs_1t : m.bandwidth_gbs) * 1e9;
   p.cache_bytes_per_s = m.cache_bandwidth_gbs_1t * 1e9 * std::max(1, std::min(threads, m.logical_cores));
   p.cache_bytes = double(m.caches.l2_bytes > 0 ? m.caches.l2_bytes : m.cache_triad_bytes);

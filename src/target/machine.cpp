@@ -1,5 +1,6 @@
 // describe_machine: assembles MachineInfo, caching the measured peaks at cache_path("target/machine.json")
 // keyed by CPU model and core count; JSON conversion and the readable `cake doctor` table.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -59,7 +60,7 @@ std::string pad(std::string s, size_t width) {
 
 bool usable(const Peaks& p) {
   return p.bandwidth_gbs > 0 && p.bandwidth_gbs_1t > 0 && p.fma_gflops > 0 && p.fma_gflops_1t > 0 &&
-         p.cache_bandwidth_gbs_1t > 0 && p.llc_triad_bytes >= 0 &&
+         p.cache_bandwidth_gbs_1t > 0 && p.llc_triad_bytes >= 0 && p.bf16_dot_gflops_1t >= 0 &&
          (p.llc_triad_bytes == 0 || (p.llc_bandwidth_gbs > 0 && p.llc_bandwidth_gbs_1t > 0));
 }
 
@@ -69,6 +70,8 @@ void set_peaks(MachineInfo& m, const Peaks& p) {
   m.bandwidth_gbs_1t = p.bandwidth_gbs_1t;
   m.fma_gflops = p.fma_gflops;
   m.fma_gflops_1t = p.fma_gflops_1t;
+  m.bf16_dot_gflops = std::max(0.0, p.bf16_dot_gflops);
+  m.bf16_dot_gflops_1t = std::max(0.0, p.bf16_dot_gflops_1t);
   m.cache_bandwidth_gbs_1t = p.cache_bandwidth_gbs_1t;
   m.cache_triad_bytes = p.cache_triad_bytes;
   m.llc_bandwidth_gbs = p.llc_bandwidth_gbs;  // 0 when the LLC tier was not measured
@@ -116,6 +119,8 @@ json to_json(const Peaks& p) {
               {"bandwidth_gbs_1t", p.bandwidth_gbs_1t},
               {"fma_gflops", p.fma_gflops},
               {"fma_gflops_1t", p.fma_gflops_1t},
+              {"bf16_dot_gflops", p.bf16_dot_gflops},
+              {"bf16_dot_gflops_1t", p.bf16_dot_gflops_1t},
               {"cache_bandwidth_gbs_1t", p.cache_bandwidth_gbs_1t},
               {"cache_triad_bytes", p.cache_triad_bytes},
               {"llc_bandwidth_gbs", p.llc_bandwidth_gbs},
@@ -145,6 +150,8 @@ json to_json(const MachineInfo& m) {
               {"bandwidth_gbs_1t", m.bandwidth_gbs_1t},
               {"fma_gflops", m.fma_gflops},
               {"fma_gflops_1t", m.fma_gflops_1t},
+              {"bf16_dot_gflops", m.bf16_dot_gflops},
+              {"bf16_dot_gflops_1t", m.bf16_dot_gflops_1t},
               {"cache_bandwidth_gbs_1t", m.cache_bandwidth_gbs_1t},
               {"llc_bandwidth_gbs", m.llc_bandwidth_gbs},
               {"llc_bandwidth_gbs_1t", m.llc_bandwidth_gbs_1t},
@@ -161,6 +168,8 @@ Peaks peaks_from_json(const json& j) {
   p.bandwidth_gbs_1t = field<double>(j, "bandwidth_gbs_1t");
   p.fma_gflops = field<double>(j, "fma_gflops");
   p.fma_gflops_1t = field<double>(j, "fma_gflops_1t");
+  p.bf16_dot_gflops = field_or<double>(j, "bf16_dot_gflops", 0.0);
+  p.bf16_dot_gflops_1t = field_or<double>(j, "bf16_dot_gflops_1t", -1.0);
   p.cache_bandwidth_gbs_1t = field_or<double>(j, "cache_bandwidth_gbs_1t", 0.0);
   p.cache_triad_bytes = field_or<int64_t>(j, "cache_triad_bytes", 0);
   p.llc_bandwidth_gbs = field_or<double>(j, "llc_bandwidth_gbs", 0.0);
@@ -280,6 +289,10 @@ std::string to_text(const MachineInfo& m) {
     << num(p.bandwidth_gbs) << "\n";
   o << "  " << pad("FP32 FMA peak (" + p.fma_isa + ") GFLOP/s", 34) << pad(num(p.fma_gflops_1t), 12)
     << num(p.fma_gflops) << "\n";
+  if (p.bf16_dot_gflops_1t > 0) {
+    o << "  " << pad("BF16 dot peak (vdpbf16ps) GFLOP/s", 34) << pad(num(p.bf16_dot_gflops_1t), 12)
+      << num(p.bf16_dot_gflops) << "\n";
+  }
   o << "  " << pad("cache-resident triad GB/s", 34) << pad(num(p.cache_bandwidth_gbs_1t), 12)
     << num(p.cache_bandwidth_gbs_1t * p.threads) << " (per-core L2, scaled)\n";
   if (p.llc_triad_bytes > 0) {

@@ -48,6 +48,10 @@ struct Peaks {
   double bandwidth_gbs_1t = 0;  // triad, 1 thread
   double fma_gflops = 0;        // FP32 FMA, all usable cores
   double fma_gflops_1t = 0;     // FP32 FMA, 1 thread
+  // BF16 dot product (VDPBF16PS: per f32 lane two bf16 products added, 4 flops), where the CPU has
+  // AVX512-BF16; 0 where it has not. -1: not measured (a cache file from before this figure; re-measured).
+  double bf16_dot_gflops = 0;
+  double bf16_dot_gflops_1t = -1;
   // Triad over three arrays that stay in one core's L2 (cache_triad_bytes together), 1 thread: the
   // bandwidth a case whose data fits in cache is timed at (the harness repeats it on the same buffers).
   double cache_bandwidth_gbs_1t = 0;
@@ -84,6 +88,8 @@ struct MachineInfo {
   double bandwidth_gbs_1t = 0;
   double fma_gflops = 0;
   double fma_gflops_1t = 0;
+  double bf16_dot_gflops = 0;         // bf16 dot-product peak, all cores (0: no such instruction)
+  double bf16_dot_gflops_1t = 0;      // the same, 1 thread
   double cache_bandwidth_gbs_1t = 0;  // L2-resident triad, 1 thread (private L2: all cores scale it)
   int64_t cache_triad_bytes = 0;      // the footprint it was measured at
   double llc_bandwidth_gbs = 0;       // LLC-resident triad, all cores (0: no LLC tier)
@@ -104,6 +110,7 @@ MachineInfo describe_machine(bool refresh = false, const Progress& progress = {}
 Peaks measure_peaks(const Progress& progress = {});  // always measures
 double measure_triad_gbs(int threads);               // f64 triad, best of several repetitions
 double measure_fma_gflops(int threads);              // FP32 FMA, best of several repetitions
+double measure_bf16_dot_gflops(int threads);         // VDPBF16PS, best of several; 0 without AVX512-BF16
 double measure_cache_triad_gbs(int64_t footprint);   // 1-thread triad on 3 arrays of footprint / 3 bytes
 int64_t believed_llc_bytes(const Caches& c);         // /sys's L3, else sysconf's when reliable, else 0
 

@@ -1,5 +1,5 @@
-// Measured machine peaks: STREAM-triad memory bandwidth (f64) and FP32 FMA throughput, on 1 thread and
-// on all usable cores, each the best of several repetitions. Compiled with -O3 (see CMakeLists.txt).
+// Measured machine peaks: STREAM-triad memory bandwidth (f64), FP32 FMA and BF16 dot throughput, on 1 thread
+// and on all usable cores, each the best of several repetitions. Compiled with -O3 (see CMakeLists.txt).
 #include <immintrin.h>
 #include <omp.h>
 #include <sched.h>
@@ -238,6 +238,25 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
   return r;
 }
 
+// BF16 dot product: each VDPBF16PS adds two bf16 products to every f32 lane. The accumulators grow by
+// 2e-6 per iteration, far from overflow for any run this takes.
+__attribute__((target("avx512f,avx512bf16"))) float bf16_dot_loop(int64_t iters) {
+  const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3a83);  // bf16 ≈ 1.0e-3
+  __m512 a[kAcc];
+  for (int k = 0; k < kAcc; ++k) a[k] = _mm512_set1_ps(0.01f * float(k + 1));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kAcc; ++k) a[k] = _mm512_dpbf16_ps(a[k], x, x);
+  }
+  __m512 s = a[0];
+  for (int k = 1; k < kAcc; ++k) s = _mm512_add_ps(s, a[k]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float r = 0;
+  for (float v : lanes) r += v;
+  return r;
+}
+
 // Without hardware FMA: scalar multiply-add (counted as 2 flops), one lane.
 float fma_loop_scalar(int64_t iters) {
   float a[kAcc];
@@ -346,6 +365,12 @@ double measure_fma_gflops(int threads) {
   return fma_best_gflops(pick_fma_kernel(), std::max(1, threads));
 }
 
+// 32 "lanes" of 2 flops: 16 f32 lanes, each adding two products.
+double measure_bf16_dot_gflops(int threads) {
+  if (!detect_isa().avx512bf16) return 0;
+  return fma_best_gflops({bf16_dot_loop, 32, "avx512bf16"}, std::max(1, threads));
+}
+
 Peaks measure_peaks(const Progress& progress) {
   const auto t0 = Clock::now();
   Peaks p;
@@ -400,6 +425,15 @@ Peaks measure_peaks(const Progress& progress) {
       break;
     p.fma_gflops_1t = std::max(p.fma_gflops_1t, fma_best_gflops(k, 1));
     p.fma_gflops = std::max(p.fma_gflops, p.threads > 1 ? fma_best_gflops(k, p.threads) : p.fma_gflops_1t);
+  }
+  p.bf16_dot_gflops_1t = 0;
+  if (detect_isa().avx512bf16) {
+    if (progress) progress("BF16 dot-product peak (vdpbf16ps)");
+    for (int pass = 0; pass < 2; ++pass) {
+      p.bf16_dot_gflops_1t = std::max(p.bf16_dot_gflops_1t, measure_bf16_dot_gflops(1));
+      p.bf16_dot_gflops = std::max(p.bf16_dot_gflops,
+                                   p.threads > 1 ? measure_bf16_dot_gflops(p.threads) : p.bf16_dot_gflops_1t);
+    }
   }
   p.seconds = seconds_since(t0);
   p.measured_at = utc_now();

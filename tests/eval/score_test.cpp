@@ -23,6 +23,22 @@ TEST(CaseCost, MatmulIsTwoMNKFlopsAndItsOperandsOnce) {
   EXPECT_DOUBLE_EQ(k.bytes_written, 64.0 * 32 * 4);
   const CaseCost h = case_cost(c, cases::make_case(c, {{"M", 64}, {"N", 32}, {"K", 16}}, DType::bf16));
   EXPECT_DOUBLE_EQ(h.bytes_read, (64.0 * 16 + 16 * 32) * 2);
+  // In bf16 every flop is a product of two bf16 inputs or its sum: the dot product's work; none in f32.
+  EXPECT_DOUBLE_EQ(k.dot_flops, 0);
+  EXPECT_DOUBLE_EQ(h.dot_flops, h.flops);
+}
+
+TEST(CaseCost, OnlySumsOfBf16ProductsAreDotFlops) {
+  // linear_bias_gelu: the contraction is dot work; the bias and the GELU around it are not.
+  const CheckedContract c = contract("linear_bias_gelu");
+  const CaseCost k = case_cost(c, cases::make_case(c, {{"N", 8}, {"K", 16}, {"O", 4}}, DType::bf16));
+  EXPECT_DOUBLE_EQ(k.dot_flops, 2.0 * 8 * 4 * 16);
+  EXPECT_GT(k.flops, k.dot_flops);
+  // A sum of a tensor's squares is dot work too (rms_norm's x·x); a sum of computed values is not.
+  const CheckedContract rms = contract("rms_norm");
+  EXPECT_DOUBLE_EQ(case_cost(rms, cases::make_case(rms, {{"N", 2}, {"D", 3}}, DType::bf16)).dot_flops, 12);
+  const CheckedContract sm = contract("softmax");
+  EXPECT_DOUBLE_EQ(case_cost(sm, cases::make_case(sm, {{"N", 2}, {"D", 3}}, DType::bf16)).dot_flops, 0);
 }
 
 TEST(CaseCost, SoftmaxCountsEveryStatement) {
@@ -68,6 +84,15 @@ TEST(Roofline, FloorIsTheSlowerOfComputeAndAllTraffic) {
   EXPECT_DOUBLE_EQ(floor_seconds({1e9, 1e9, 5e8}, p), 0.15);  // reading 1 GB and writing 0.5 at 10 GB/s
   EXPECT_DOUBLE_EQ(floor_seconds({1e11, 1e6, 1e6}, p), 1.0);  // 1e11 flops at 1e11 FLOP/s
   EXPECT_DOUBLE_EQ(floor_seconds({0, 1e6, 2e9}, p), 0.2001);  // writing dominates
+}
+
+TEST(Roofline, DotFlopsRunAtTheDotProductPeakWhereThereIsOne) {
+  MachinePeaks p{1e11, 1e10};
+  CaseCost k{3e11, 1e6, 1e6};
+  k.dot_flops = 2e11;
+  EXPECT_DOUBLE_EQ(floor_seconds(k, p), 3.0);  // no dot product: every flop at the FMA rate
+  p.dot_flops_per_s = 2e11;
+  EXPECT_DOUBLE_EQ(floor_seconds(k, p), 2.0);  // 1e11 at 1e11 FLOP/s, 2e11 at 2e11
 }
 
 TEST(Roofline, CacheResidentTrafficUsesTheCacheBandwidth) {

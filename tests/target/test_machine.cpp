@@ -148,6 +148,8 @@ TEST(Json, RoundTripKeepsEveryField) {
   m.peaks.bandwidth_gbs_1t = 22.25;
   m.peaks.fma_gflops = 400.5;
   m.peaks.fma_gflops_1t = 205.0;
+  m.peaks.bf16_dot_gflops = 801.0;
+  m.peaks.bf16_dot_gflops_1t = 410.0;
   m.peaks.threads = m.logical_cores;
   m.peaks.triad_array_bytes = int64_t{64} << 20;
   m.peaks.fma_isa = "avx512";
@@ -157,6 +159,8 @@ TEST(Json, RoundTripKeepsEveryField) {
   m.bandwidth_gbs_1t = m.peaks.bandwidth_gbs_1t;
   m.fma_gflops = m.peaks.fma_gflops;
   m.fma_gflops_1t = m.peaks.fma_gflops_1t;
+  m.bf16_dot_gflops = m.peaks.bf16_dot_gflops;
+  m.bf16_dot_gflops_1t = m.peaks.bf16_dot_gflops_1t;
   m.peaks_cached = true;
   m.cache_file = "/tmp/x.json";
   m.lanes = detect_lanes();
@@ -174,6 +178,8 @@ TEST(Json, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.cpu_model, m.cpu_model);
   EXPECT_EQ(r.bandwidth_gbs, 41.5);
   EXPECT_EQ(r.fma_gflops_1t, 205.0);
+  EXPECT_EQ(r.bf16_dot_gflops_1t, 410.0);
+  EXPECT_EQ(r.peaks.bf16_dot_gflops, 801.0);
   EXPECT_EQ(r.peaks.fma_isa, "avx512");
   ASSERT_EQ(r.lanes.size(), m.lanes.size());
   EXPECT_EQ(r.lanes[0].detail, m.lanes[0].detail);
@@ -189,6 +195,7 @@ TEST(Json, RoundTripKeepsEveryField) {
   EXPECT_NE(text.find(m.cpu_model), std::string::npos);
   EXPECT_NE(text.find("41.5"), std::string::npos);
   EXPECT_NE(text.find("opencl"), std::string::npos);
+  EXPECT_NE(text.find("BF16 dot peak"), std::string::npos);
 }
 
 // Each test gets its own cache directory through $CAKE_CACHE_DIR.
@@ -249,6 +256,24 @@ TEST_F(PeaksCache, MeasuresOnceThenReusesByKey) {
   const MachineInfo third = describe_machine();
   EXPECT_TRUE(third.peaks_cached);
   EXPECT_EQ(third.bandwidth_gbs, 12345.0);
+}
+
+TEST_F(PeaksCache, MeasuresTheBf16DotProductWhereTheCpuHasIt) {
+  const MachineInfo m = describe_machine();
+  if (!m.isa.avx512bf16) {
+    EXPECT_EQ(m.bf16_dot_gflops_1t, 0);
+    return;
+  }
+  // Two bf16 products per f32 lane: twice the f32 FMA's multiply-adds per instruction (measured here: 2.0x
+  // on one port-pair core), and no core issues it at under half the FMA's rate.
+  EXPECT_GT(m.bf16_dot_gflops_1t, 0.5 * m.fma_gflops_1t);
+  EXPECT_GT(m.bf16_dot_gflops, 0);
+  // A cache file from before this figure has none: the peaks are measured again.
+  json doc = read();
+  doc["peaks"].erase("bf16_dot_gflops_1t");
+  write(doc);
+  EXPECT_FALSE(describe_machine().peaks_cached);
+  EXPECT_GT(read()["peaks"]["bf16_dot_gflops_1t"].get<double>(), 0);
 }
 
 TEST_F(PeaksCache, RemeasuresWhenKeyDiffers) {
