@@ -12,6 +12,7 @@ const std::vector<std::string>& class_knobs(char cls) {
         "nv", "unroll", "vectorize", "interchange", "scan", "gemm", "wg", "ipw", "reduce_wg", "reduce_min",
         "local_reduce", "row_block"}},
       {'F', {"stages", "fusion"}},
+      {'D', {"bf16_dot"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},
       {'H', {"parallel", "task_rows", "threads", "parallel_min_work", "serial_below"}},
   };
@@ -27,7 +28,7 @@ std::vector<char> classes_for(Bottleneck b) {
     case Bottleneck::MemoryBound:
       return {'P', 'H', 'A'};
     case Bottleneck::ComputeContraction:
-      return {'P', 'A', 'H'};
+      return {'P', 'D', 'A', 'H'};
     case Bottleneck::ComputeVector:
       return {'A', 'P', 'H'};
     case Bottleneck::InstructionBound:

@@ -5,8 +5,8 @@
 //   F fusion: how intermediate stages are kept (inline, per row, at root), loop fusion
 //   A accuracy / fast math: accumulator and arithmetic types (a faster type must still pass the gate)
 //   H host level: parallelism, task sizes, thread counts, serial thresholds
-// Class D (multi-dtype variants) and shape-regime dispatch inside one kernel need code transformations the
-// tracks do not expose as knobs yet; they are not proposed.
+//   D multi-dtype: a dtype's own instructions (bf16 contractions on the bf16 dot product)
+// Dtype and shape-regime composites of two variants are planned by the loop itself (regimes track).
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@
 
 namespace cake::evolve {
 
-// The knob names of class 'P', 'F', 'A' or 'H' (empty for any other letter).
+// The knob names of class 'P', 'F', 'A', 'H' or 'D' (empty for any other letter).
 const std::vector<std::string>& class_knobs(char cls);
 
 // The classes to try for a signature, most promising first.

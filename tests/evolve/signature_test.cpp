@@ -63,7 +63,10 @@ TEST(StrategiesTest, EverySignatureHasClassesWithKnobs) {
     for (char c : cls) EXPECT_FALSE(evolve::class_knobs(c).empty()) << c;
   }
   EXPECT_EQ(evolve::classes_for(evolve::Bottleneck::MemoryFusableChain).front(), 'F');
-  EXPECT_TRUE(evolve::class_knobs('D').empty()) << "multi-dtype variants are not knob moves";
+  // Class D: a dtype's own instruction path, so far bf16's dot product for contractions.
+  EXPECT_EQ(evolve::class_knobs('D'), std::vector<std::string>{"bf16_dot"});
+  const auto contraction = evolve::classes_for(evolve::Bottleneck::ComputeContraction);
+  EXPECT_NE(std::find(contraction.begin(), contraction.end(), 'D'), contraction.end());
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.mr = static_cast<int>(k.integer("mr"));
   o.nv = static_cast<int>(k.integer("nv"));
   o.row_block = static_cast<int>(k.integer("row_block"));
+  o.bf16_dot = k.has("bf16_dot") && k.boolean("bf16_dot");
   return o;
 }
 
@@ -863,17 +864,37 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
       fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr,
                   o_.nv, tensor(mm.b->slot).name);
   for (int si : g.stmts) out += "    //   " + te::print_stmt(stmt(si)) + "\n";
-  out += fmt::format(
-      "    constexpr int MR = {}, NV = {};\n    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", o_.mr,
-      o_.nv, acc_t);
+  // bf16 operands taken as they are stored (an input in the operator dtype) can go through the bf16
+  // dot-product path: the instantiation for bf16 packs pairs along k and multiplies them with VDPBF16PS.
+  const auto raw_bf16 = [&](const Expr& rd) {
+    return storage_[static_cast<size_t>(rd.slot)] == Storage::Input && !tensor(rd.slot).fixed_dtype;
+  };
+  const bool dot = o_.bf16_dot && raw_bf16(*mm.a) && raw_bf16(*mm.b);
+  out += fmt::format("    constexpr int MR = {}, NV = {};\n", o_.mr, o_.nv);
+  if (dot) {
+    out += "    constexpr bool kDot = cake_gemm::kBf16Dot && std::is_same_v<IO, io_bf16>;\n";
+    out += fmt::format(
+        "    constexpr int64_t NR = NV * (kDot ? cake_gemm::kBf16DotLanes : cake_gemm::lanes<{}>());\n",
+        acc_t);
+  } else {
+    out += fmt::format("    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", acc_t);
+  }
   out += fmt::format("    const int64_t cI = {}, cJ = {}, cK = {};\n", ext_i, ext_j, ext_k);
   std::string nb = "INT64_C(1)";
   for (int b = 0; b < n - 2; ++b) nb += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
   out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
   out +=
       fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if("nbatch * cI * cJ * cK"));
-  out +=
-      fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t, next_scratch_++);
+  if (dot) {
+    out += fmt::format("      {}* bp = cake_scratch<{}>({}, kDot ? 0 : (size_t)(cK * NR));\n", acc_t, acc_t,
+                       next_scratch_++);
+    out += fmt::format(
+        "      uint32_t* bq = cake_scratch<uint32_t>({}, kDot ? (size_t)((cK + 1) / 2 * NR) : 0);\n",
+        next_scratch_++);
+  } else {
+    out += fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t,
+                       next_scratch_++);
+  }
   out += fmt::format("      alignas(64) {} tile[MR * NR];\n", acc_t);
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
@@ -904,18 +925,50 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b),
                      var_coefficient(*mm.b, n - 1), var_coefficient(*mm.b, mm.k));
   out += ind + "const int64_t j0 = jp * NR, jn = std::min<int64_t>(NR, cJ - j0);\n";
-  out += ind + "for (int64_t k = 0; k < cK; ++k)\n";
-  out += ind + "  for (int64_t c = 0; c < NR; ++c)\n";
-  out += fmt::format("{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n", ind, acc_t,
-                     access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
+  const std::string pack_b = fmt::format(
+      "{}for (int64_t k = 0; k < cK; ++k)\n{}  for (int64_t c = 0; c < NR; ++c)\n"
+      "{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n",
+      ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
+  const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
+  if (dot) {
+    out += ind + "if constexpr (kDot) {\n";
+    out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
+    out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";
+    out += ind + "      const int64_t k = 2 * k2, o = bbase + (j0 + c) * bsj + k * bsk;\n";
+    out += fmt::format(
+        "{}      const uint32_t lo = c < jn ? {}[o] : 0, hi = c < jn && k + 1 < cK ? {}[o + bsk] : 0;\n", ind,
+        b_name, b_name);
+    out += ind + "      bq[k2 * NR + c] = lo | hi << 16;\n";
+    out += ind + "    }\n";
+    out += ind + "} else {\n" + pack_b + ind + "}\n";
+  } else {
+    out += pack_b;
+  }
   out += ind + "for (int64_t i0 = 0; i0 < cI; i0 += MR) {\n";
   ind += "  ";
   out += ind + "const int64_t in = std::min<int64_t>(MR, cI - i0);\n";
   out += ind + "int64_t arow[MR];\n";
   out += ind + "for (int r = 0; r < MR; ++r) arow[r] = abase + std::min<int64_t>(i0 + r, cI - 1) * asi;\n";
-  out += fmt::format(
-      "{}cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n", ind,
-      acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+  const std::string tile_call =
+      fmt::format("cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n",
+                  acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+  if (dot) {
+    out += ind + "if constexpr (kDot) {\n";
+    out += ind + "  if (ask == 1) {\n";
+    out += fmt::format(
+        "{}    const uint16_t* ar[MR];\n{}    for (int r = 0; r < MR; ++r) ar[r] = {} + arow[r];\n", ind, ind,
+        a_name);
+    out += ind + "    cake_gemm::tile_bf16_rows<MR, NV>(cK, bq, ar, tile);\n";
+    out += ind + "  } else\n";
+    out += ind + "  cake_gemm::tile_bf16<MR, NV>((cK + 1) / 2, bq, [&](int r, int64_t k2) {\n";
+    out += ind + "    const int64_t k = 2 * k2, o = arow[r] + k * ask;\n";
+    out += fmt::format("{}    return (uint32_t){}[o] | (k + 1 < cK ? (uint32_t){}[o + ask] : 0u) << 16;\n",
+                       ind, a_name, a_name);
+    out += ind + "  }, tile);\n";
+    out += ind + "} else {\n" + ind + "  " + tile_call + ind + "}\n";
+  } else {
+    out += ind + tile_call;
+  }
   out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
   ind += "    ";
   out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);

@@ -37,6 +37,9 @@ struct LoopNestOptions {
   // next statement (1: row by row). Per-row scalar steps (rms_norm's rsqrt) then vectorize across the
   // block, and rows' dependency chains (a reduction's lane combine, a divide) overlap.
   int row_block = 16;
+  // Contractions of two bf16 inputs multiply pairs with the CPU's bf16 dot product (VDPBF16PS, f32 sums)
+  // in the bf16 instantiation, where the compiler targets AVX512-BF16.
+  bool bf16_dot = false;
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);

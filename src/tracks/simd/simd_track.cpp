@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "contract/printer.h"
 #include "core/error.h"
 #include "tracks/common/host_code.h"
@@ -111,6 +113,14 @@ class SimdTrack final : public Track {
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
+    // Off by default for the reason acc is f64: its sums round in f32. bf16's gate tolerates that; the
+    // evolution search measures it (class D) and the validation cases check it.
+    if (m.isa.avx512bf16 && std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::bf16) !=
+                                c.contract.dtypes.end()) {
+      k.add_bool("bf16_dot", false,
+                 "bf16 contractions multiply pairs of inputs with the CPU's bf16 dot product (VDPBF16PS) and "
+                 "sum in f32, twice the f32 FMA rate");
+    }
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
     k.add_int("nv", {1, 2, 3, 4}, 2, "micro-kernel tile: vectors of C per row");
     // 16 rows: 10-45% faster on rows of 33 and 127 elements (softmax, layer_norm, rms_norm), within 3% on
