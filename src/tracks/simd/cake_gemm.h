@@ -1,8 +1,10 @@
-// Register-blocked contraction micro-kernel for simd-track kernels (shipped into the build directory as
+// Register-blocked contraction micro-kernels for simd-track kernels (shipped into the build directory as
 // cake_gemm.h), written with Google Highway (static dispatch: the -march the kernel is compiled for).
-// A tile of MR rows × NV vectors of C is kept in registers while k runs over a packed panel of B
-// (K × NV·lanes, contiguous, zero-padded past the last column); A is read through a functor that returns
-// element (r, k) already converted to the accumulation type.
+// A tile of MR rows × NV vectors of C is kept in registers while k runs over a panel of B: packed
+// (K × NV·lanes, contiguous, zero-padded past the last column), or read in place when A has too few rows
+// to repay the packing; A is read through a functor that returns element (r, k) already converted to the
+// accumulation type. Matrix times vector (one column of C) is a row of dot products instead. The bf16
+// variants multiply pairs on VDPBF16PS.
 #pragma once
 
 #include <hwy/highway.h>
@@ -23,9 +25,76 @@ constexpr int64_t lanes() {
   return static_cast<int64_t>(hn::MaxLanes(hn::ScalableTag<Acc>()));
 }
 
-// tile[r * NV·L + c] = Σ_k a(r, k) · bp[k · NV·L + c], for r < MR and c < NV·L.
-template <int MR, int NV, class Acc, class LoadA>
-static inline void tile(int64_t K, const Acc* __restrict bp, const LoadA& a, Acc* __restrict out) {
+// Source element types of a contraction operand read straight from memory (no packing): bf16 and f16
+// share a storage type, so the tag, not T, says how to widen.
+struct src_f32 {
+  using T = float;
+};
+struct src_f64 {
+  using T = double;
+};
+struct src_bf16 {
+  using T = uint16_t;
+};
+struct src_f16 {
+  using T = uint16_t;
+};
+
+// Lanes(d) consecutive elements of Src at p, widened to d's type (never narrower than Src).
+template <class Src, class D>
+static inline hn::Vec<D> load_as(D d, const typename Src::T* p) {
+  using Acc = hn::TFromD<D>;
+  if constexpr (std::is_same_v<typename Src::T, Acc>) {
+    return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<Acc, double>) {
+    return hn::PromoteTo(d, load_as<Src>(hn::Rebind<float, D>(), p));
+  } else if constexpr (std::is_same_v<Src, src_bf16>) {  // bf16 is the top half of an f32
+    const hn::Rebind<uint32_t, D> du;
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(hn::Rebind<uint16_t, D>(), p))));
+  } else {
+    static_assert(std::is_same_v<Src, src_f16>);
+    return hn::PromoteTo(
+        d, hn::LoadU(hn::Rebind<hwy::float16_t, D>(), reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+}
+
+// Matrix times vector: out[r · ostride] = Σ_k a[r][k] · b[k] for r < MR, rows of A and B contiguous along k
+// and read in place. Each row keeps one vector of partial sums (MR independent chains) and every load of b
+// serves all MR rows.
+template <int MR, class Acc, class SrcA, class SrcB>
+static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const typename SrcB::T* __restrict b,
+                            Acc* __restrict out, int64_t ostride) {
+  const hn::ScalableTag<Acc> d;
+  constexpr int64_t L = lanes<Acc>();
+  using V = hn::Vec<decltype(d)>;
+  V acc[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = hn::Zero(d);
+  int64_t k = 0;
+  for (; k + L <= K; k += L) {
+    const V bv = load_as<SrcB>(d, b + k);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) acc[r] = hn::MulAdd(load_as<SrcA>(d, a[r] + k), bv, acc[r]);
+  }
+  const hn::CappedTag<Acc, 1> d1;  // the last K mod lanes elements, one at a time
+  using V1 = hn::Vec<decltype(d1)>;
+  V1 tail[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) tail[r] = hn::Zero(d1);
+  for (; k < K; ++k) {
+    const V1 bv = load_as<SrcB>(d1, b + k);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) tail[r] = hn::MulAdd(load_as<SrcA>(d1, a[r] + k), bv, tail[r]);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+    out[r * ostride] = hn::GetLane(hn::SumOfLanes(d, acc[r])) + hn::GetLane(tail[r]);
+}
+
+// tile[r * NV·L + c] = Σ_k a(r, k) · B(k, c), for r < MR and c < NV·L, where b(d, k, v) returns vector v
+// (columns v·L .. v·L + L - 1) of row k of B.
+template <int MR, int NV, class Acc, class LoadB, class LoadA>
+static inline void tile_with(int64_t K, const LoadB& b_row, const LoadA& a, Acc* __restrict out) {
   const hn::ScalableTag<Acc> d;
   constexpr int64_t L = lanes<Acc>();
   using V = hn::Vec<decltype(d)>;
@@ -37,7 +106,7 @@ static inline void tile(int64_t K, const Acc* __restrict bp, const LoadA& a, Acc
   for (int64_t k = 0; k < K; ++k) {
     V b[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) b[v] = hn::LoadU(d, bp + k * NV * L + v * L);
+    for (int v = 0; v < NV; ++v) b[v] = b_row(d, k, v);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const V ar = hn::Set(d, a(r, k));
@@ -49,6 +118,24 @@ static inline void tile(int64_t K, const Acc* __restrict bp, const LoadA& a, Acc
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) hn::StoreU(acc[r][v], d, out + r * NV * L + v * L);
+}
+
+// B from a packed panel: bp[k · NV·L + c] (K × NV·L, contiguous, zero-padded past the last column).
+template <int MR, int NV, class Acc, class LoadA>
+static inline void tile(int64_t K, const Acc* __restrict bp, const LoadA& a, Acc* __restrict out) {
+  constexpr int64_t L = lanes<Acc>();
+  tile_with<MR, NV, Acc>(
+      K, [&](auto d, int64_t k, int v) { return hn::LoadU(d, bp + k * NV * L + v * L); }, a, out);
+}
+
+// B read in place, widened on load: row k starts at b + k · ldb and holds at least NV·L elements. For A
+// with few rows, where packing B would cost as much as the product.
+template <int MR, int NV, class Acc, class SrcB, class LoadA>
+static inline void tile_in_place(int64_t K, const typename SrcB::T* __restrict b, int64_t ldb, const LoadA& a,
+                                 Acc* __restrict out) {
+  constexpr int64_t L = lanes<Acc>();
+  tile_with<MR, NV, Acc>(
+      K, [&](auto d, int64_t k, int v) { return load_as<SrcB>(d, b + k * ldb + v * L); }, a, out);
 }
 
 // The bf16 dot-product path (knob bf16_dot): VDPBF16PS multiplies pairs of bf16 and adds both products
@@ -99,6 +186,30 @@ static inline void tile_bf16(int64_t K2, const uint32_t* __restrict bq, const Lo
 #else
   (void)K2, (void)bq, (void)a2, (void)out;
   static_assert(sizeof(Out) == 0, "tile_bf16 needs AVX512-BF16 (compile with -march supporting it)");
+#endif
+}
+
+// dot_rows on the bf16 dot product: out[r · ostride] = Σ_k a[r][k] · b[k], both read in place 32
+// elements (16 pairs) at a time and summed in f32; the last K mod 32 are loaded under a mask, as zeros.
+template <int MR, class Out>
+static inline void dot_rows_bf16(int64_t K, const uint16_t* const* a, const uint16_t* __restrict b,
+                                 Out* __restrict out, int64_t ostride) {
+#if defined(__AVX512BF16__)
+  __m512 acc[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    const __mmask32 m = K - k >= 32 ? ~__mmask32{0} : (__mmask32{1} << (K - k)) - 1;
+    const __m512bh bv = (__m512bh)_mm512_maskz_loadu_epi16(m, b + k);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(m, a[r] + k), bv);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) out[r * ostride] = static_cast<Out>(_mm512_reduce_add_ps(acc[r]));
+#else
+  (void)K, (void)a, (void)b, (void)out, (void)ostride;
+  static_assert(sizeof(Out) == 0, "dot_rows_bf16 needs AVX512-BF16 (compile with -march supporting it)");
 #endif
 }
 

@@ -870,6 +870,34 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     return storage_[static_cast<size_t>(rd.slot)] == Storage::Input && !tensor(rd.slot).fixed_dtype;
   };
   const bool dot = o_.bf16_dot && raw_bf16(*mm.a) && raw_bf16(*mm.b);
+  // Operands read in place, B not packed (docs/tracks.md): matrix times vector and its transpose (one
+  // column or one row of C, A and B contiguous along k) as dot products along k, where a register tile
+  // would fill one lane or one row; and the full panels of B for an A of at most MR rows. The operands'
+  // pointers and how their elements widen to the accumulation type:
+  const auto in_place = [&](const Expr& rd) -> std::pair<std::string, std::string> {
+    const TensorInfo& t = tensor(rd.slot);
+    if (storage_[static_cast<size_t>(rd.slot)] == Storage::Buffer) {
+      return {"b_" + t.name, real_ == "double" ? "cake_gemm::src_f64" : "cake_gemm::src_f32"};
+    }
+    if (!t.fixed_dtype) return {tensor_id(t.name), "typename IO::Src"};
+    switch (*t.fixed_dtype) {
+      case DType::f32:
+        return {tensor_id(t.name), "cake_gemm::src_f32"};
+      case DType::bf16:
+        return {tensor_id(t.name), "cake_gemm::src_bf16"};
+      case DType::f16:
+        return {tensor_id(t.name), "cake_gemm::src_f16"};
+      default:
+        return {};
+    }
+  };
+  const auto [a_ptr, a_src] = in_place(*mm.a);
+  const auto [b_ptr, b_src] = in_place(*mm.b);
+  // (An intermediate's buffer holds the compute type, never wider than the accumulation type.) Whether
+  // the dot products apply depends on the sizes (matmul's b[k, n] is contiguous along k when N = 1); the
+  // in-place panels need B contiguous along j by its layout.
+  const bool gemv = !a_src.empty() && !b_src.empty();
+  const bool direct = !b_src.empty() && !mm.b->args.empty() && mm.b->args.back()->slot == n - 1;
   out += fmt::format("    constexpr int MR = {}, NV = {};\n", o_.mr, o_.nv);
   if (dot) {
     out += "    constexpr bool kDot = cake_gemm::kBf16Dot && std::is_same_v<IO, io_bf16>;\n";
@@ -925,6 +953,16 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b),
                      var_coefficient(*mm.b, n - 1), var_coefficient(*mm.b, mm.k));
   out += ind + "const int64_t j0 = jp * NR, jn = std::min<int64_t>(NR, cJ - j0);\n";
+  // One column of C (A's rows dotted with B's column), or one row of C (B's columns dotted with A's row).
+  out += ind + fmt::format("const bool gemv = {};\n", gemv ? "cJ == 1 && ask == 1 && bsk == 1" : "false");
+  out += ind + fmt::format("const bool gemv_t = {};\n",
+                           gemv ? "!gemv && cI == 1 && ask == 1 && bsk == 1" : "false");
+  // A of at most MR rows meets each panel of B once: its full panels are read in place, not packed.
+  out += ind + fmt::format("const bool direct = {};\n",
+                           direct ? fmt::format("!gemv && !gemv_t && cI <= MR && bsj == 1 && jn == NR{}",
+                                                dot ? " && !kDot" : "")
+                                  : "false");
+  out += ind + "if (!gemv && !gemv_t && !direct) {\n";
   const std::string pack_b = fmt::format(
       "{}for (int64_t k = 0; k < cK; ++k)\n{}  for (int64_t c = 0; c < NR; ++c)\n"
       "{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n",
@@ -944,6 +982,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   } else {
     out += pack_b;
   }
+  out += ind + "}\n";
   out += ind + "for (int64_t i0 = 0; i0 < cI; i0 += MR) {\n";
   ind += "  ";
   out += ind + "const int64_t in = std::min<int64_t>(MR, cI - i0);\n";
@@ -952,8 +991,47 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const std::string tile_call =
       fmt::format("cake_gemm::tile<MR, NV, {}>(cK, bp, [&](int r, int64_t k) {{ return ({}){}; }}, tile);\n",
                   acc_t, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+  if (gemv) {
+    // MR rows of one operand (`rows`), each dotted with the other operand's vector vec; the sums go to
+    // dst[r · stride].
+    const auto dots = [&](const std::string& rows_src, const std::string& vec_src, const std::string& vec,
+                          const std::string& dst, const std::string& stride) {
+      std::string call = fmt::format("cake_gemm::dot_rows<MR, {}, {}, {}>(cK, rows, {}, {}, {});\n", acc_t,
+                                     rows_src, vec_src, vec, dst, stride);
+      if (!dot) return call;
+      return fmt::format(
+          "if constexpr (kDot) cake_gemm::dot_rows_bf16<MR>(cK, rows, {}, {}, {});\n{}  else {}", vec, dst,
+          stride, ind, call);
+    };
+    out += ind + "if (gemv) {\n";
+    out +=
+        fmt::format("{}  const {}::T* rows[MR];\n{}  for (int r = 0; r < MR; ++r) rows[r] = {} + arow[r];\n",
+                    ind, a_src, ind, a_ptr);
+    out += ind + "  " + dots(a_src, b_src, b_ptr + " + bbase", "tile", "NR");
+    out += ind + "} else if (gemv_t) {\n";
+    out += ind + "  for (int64_t c0 = 0; c0 < jn; c0 += MR) {\n";
+    out += fmt::format("{}    const {}::T* rows[MR];\n", ind, b_src);
+    out += fmt::format(
+        "{}    for (int r = 0; r < MR; ++r) rows[r] = {} + bbase + (j0 + std::min<int64_t>(c0 + r, jn - 1)) "
+        "* bsj;\n",
+        ind, b_ptr);
+    out += ind + "    " + dots(b_src, a_src, a_ptr + " + arow[0]", "tile + c0", "1");
+    out += ind + "  }\n";
+    out += ind + "} else ";
+  } else {
+    out += ind;
+  }
+  if (direct) {
+    out += "if (direct) {\n";
+    out += fmt::format(
+        "{}  cake_gemm::tile_in_place<MR, NV, {}, {}>(cK, {} + bbase + j0, bsk, [&](int r, int64_t k) {{ "
+        "return "
+        "({}){}; }}, tile);\n",
+        ind, acc_t, b_src, b_ptr, acc_t, access_linear(mm.a->slot, "arow[r] + k * ask"));
+    out += ind + "} else ";
+  }
   if (dot) {
-    out += ind + "if constexpr (kDot) {\n";
+    out += "if constexpr (kDot) {\n";
     out += ind + "  if (ask == 1) {\n";
     out += fmt::format(
         "{}    const uint16_t* ar[MR];\n{}    for (int r = 0; r < MR; ++r) ar[r] = {} + arow[r];\n", ind, ind,
@@ -967,7 +1045,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += ind + "  }, tile);\n";
     out += ind + "} else {\n" + ind + "  " + tile_call + ind + "}\n";
   } else {
-    out += ind + tile_call;
+    out += "{\n" + ind + "  " + tile_call + ind + "}\n";
   }
   out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
   ind += "    ";
@@ -1174,15 +1252,18 @@ std::string Lowering::run(const std::string& header) {
   src += fmt::format("using real = {};\n\n", real_);
   src += "// Loads and stores of the operator dtype, converting to and from the compute type.\n";
   src +=
-      "struct io_f32 {\n  using T = float;\n  static inline real ld(const T* p, int64_t i) { return "
+      "struct io_f32 {\n  using Src = cake_gemm::src_f32;\n  using T = float;\n  static inline real ld(const "
+      "T* p, int64_t i) { return "
       "(real)p[i]; }\n"
       "  static inline void st(T* p, int64_t i, real v) { p[i] = (float)v; }\n};\n";
   src +=
-      "struct io_bf16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return "
+      "struct io_bf16 {\n  using Src = cake_gemm::src_bf16;\n  using T = uint16_t;\n  static inline real "
+      "ld(const T* p, int64_t i) { return "
       "(real)cake_bf16_to_f32(p[i]); }\n"
       "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_bf16((float)v); }\n};\n";
   src +=
-      "struct io_f16 {\n  using T = uint16_t;\n  static inline real ld(const T* p, int64_t i) { return "
+      "struct io_f16 {\n  using Src = cake_gemm::src_f16;\n  using T = uint16_t;\n  static inline real "
+      "ld(const T* p, int64_t i) { return "
       "(real)cake_f16_to_f32(p[i]); }\n"
       "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_f16((float)v); }\n};\n\n";
   src +=

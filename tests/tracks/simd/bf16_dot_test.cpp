@@ -11,7 +11,6 @@
 
 #include "cases/cases.h"
 #include "contract/contract.h"
-#include "core/paths.h"
 #include "eval/precision.h"
 #include "kernel_pair.h"
 #include "reference/reference.h"
@@ -26,14 +25,8 @@ using testing_simd::lower_and_build;
 const fs::path kMatmul = fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "matmul.yaml";
 
 // bench/ops/matmul.yaml with each `from` replaced by its `to`.
-CheckedContract matmul_with(const std::vector<std::pair<std::string, std::string>>& edits) {
-  std::string yaml = read_file(kMatmul).value_or("");
-  for (const auto& [from, to] : edits) {
-    const size_t at = yaml.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) yaml.replace(at, from.size(), to);
-  }
-  return check_contract(load_contract_text(yaml, kMatmul.string()));
+CheckedContract matmul_with(const testing_simd::Edits& edits) {
+  return testing_simd::contract_with(kMatmul.string(), edits);
 }
 
 TEST(Bf16Dot, InTheKnobSpaceOnlyForBf16OperatorsOnMachinesWithTheInstruction) {

@@ -1,21 +1,40 @@
 // Support for the simd tests that build one contract twice, with different knobs, and compare the two
-// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test).
+// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test, in_place_test), or that
+// edit a bench contract (bf16_dot_test, in_place_test).
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "build/build_service.h"
 #include "build/kernel.h"
 #include "cases/cases.h"
 #include "contract/contract.h"
+#include "core/paths.h"
 #include "core/tensor.h"
 #include "target/machine.h"
 #include "tracks/track.h"
 
 namespace cake::testing_simd {
+
+using Edits = std::vector<std::pair<std::string, std::string>>;
+
+// The contract in `file` with the first occurrence of each `from` replaced by its `to` (each must occur).
+inline CheckedContract contract_with(const std::string& file, const Edits& edits) {
+  std::string yaml = read_file(file).value_or("");
+  for (const auto& [from, to] : edits) {
+    const size_t at = yaml.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  }
+  return check_contract(load_contract_text(yaml, file));
+}
 
 // The simd lowering of c with `knobs` (the rest at their defaults), built; its source in *source.
 inline build::BuildResult lower_and_build(const CheckedContract& c, const nlohmann::json& knobs,
