@@ -51,7 +51,7 @@ class EvolveTest : public ::testing::Test {
     // The round budget is the only stop: on a quiet machine a seed of these tiny cases can time at its
     // floor and would end the run at round 0 by the roofline test, leaving nothing to check.
     o.stop_efficiency = std::numeric_limits<double>::infinity();
-    o.patience = rounds;
+    o.patience = rounds + 1;
     return o;
   }
   fs::path path_ = fs::temp_directory_path() / ("cake-evolve-test-" + std::to_string(::getpid()) + ".db");
