@@ -91,8 +91,8 @@ static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const t
     out[r * ostride] = hn::GetLane(hn::SumOfLanes(d, acc[r])) + hn::GetLane(tail[r]);
 }
 
-// tile[r * NV·L + c] = Σ_k a(r, k) · B(k, c), for r < MR and c < NV·L, where b(d, k, v) returns vector v
-// (columns v·L .. v·L + L - 1) of row k of B.
+// tile[r * NV·L + c] = Σ_k a(r, k) · B(k, c), for r < MR and c < NV·L, where b_row(d, k, v) returns
+// vector v (columns v·L .. v·L + L - 1) of row k of B.
 template <int MR, int NV, class Acc, class LoadB, class LoadA>
 static inline void tile_with(int64_t K, const LoadB& b_row, const LoadA& a, Acc* __restrict out) {
   const hn::ScalableTag<Acc> d;
