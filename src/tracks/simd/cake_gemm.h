@@ -91,6 +91,30 @@ static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const t
     out[r * ostride] = hn::GetLane(hn::SumOfLanes(d, acc[r])) + hn::GetLane(tail[r]);
 }
 
+// Calls f(std::integral_constant<int, R>()) with R = MR when n = MR, else (0 < n < MR) with the smallest R
+// in ⌈MR/2⌉, ⌈MR/4⌉, …, 1 with R ≥ n: a last tile of n rows runs a kernel of about n rows, not MR rows
+// of which MR − n are thrown away, at log2(MR) instantiations per call site. The smaller ones are out of
+// line, so that the MR-row kernel is compiled (registers allocated) as if it were alone.
+template <int R, class F>
+[[gnu::noinline]] static void call_rows(const F& f) {
+  f(std::integral_constant<int, R>());
+}
+template <int MR, class F>
+static inline void fewer_rows(int64_t n, const F& f) {
+  if constexpr (MR > 1) {
+    constexpr int H = (MR + 1) / 2;
+    if (n <= H) return fewer_rows<H>(n, f);
+  }
+  call_rows<MR>(f);
+}
+template <int MR, class F>
+static inline void with_rows(int64_t n, const F& f) {
+  if constexpr (MR > 1) {
+    if (n <= (MR + 1) / 2) return fewer_rows<(MR + 1) / 2>(n, f);
+  }
+  f(std::integral_constant<int, MR>());
+}
+
 // tile[r * NV·L + c] = Σ_k a(r, k) · B(k, c), for r < MR and c < NV·L, where b_row(d, k, v) returns
 // vector v (columns v·L .. v·L + L - 1) of row k of B.
 template <int MR, int NV, class Acc, class LoadB, class LoadA>
@@ -129,13 +153,25 @@ static inline void tile(int64_t K, const Acc* __restrict bp, const LoadA& a, Acc
 }
 
 // B read in place, widened on load: row k starts at b + k · ldb and holds at least NV·L elements. For A
-// with few rows, where packing B would cost as much as the product.
+// with few rows, where packing B would cost as much as the product. B's rows are ldb apart, a stride the
+// hardware prefetchers follow only a few rows ahead, so where B comes from memory the panel waits on
+// it: given `ahead` (the same rows of a later panel), each row k of it is prefetched as row k is read.
 template <int MR, int NV, class Acc, class SrcB, class LoadA>
 static inline void tile_in_place(int64_t K, const typename SrcB::T* __restrict b, int64_t ldb, const LoadA& a,
-                                 Acc* __restrict out) {
+                                 Acc* __restrict out, const typename SrcB::T* ahead = nullptr) {
   constexpr int64_t L = lanes<Acc>();
+  const auto row = [&](auto d, int64_t k, int v) { return load_as<SrcB>(d, b + k * ldb + v * L); };
+  if (ahead == nullptr) return tile_with<MR, NV, Acc>(K, row, a, out);
+  constexpr int64_t kLine = 64 / sizeof(typename SrcB::T);
   tile_with<MR, NV, Acc>(
-      K, [&](auto d, int64_t k, int v) { return load_as<SrcB>(d, b + k * ldb + v * L); }, a, out);
+      K,
+      [&](auto d, int64_t k, int v) {
+        if (v == 0) {
+          for (int64_t c = 0; c < NV * L; c += kLine) __builtin_prefetch(ahead + k * ldb + c);
+        }
+        return row(d, k, v);
+      },
+      a, out);
 }
 
 // The bf16 dot-product path (knob bf16_dot): VDPBF16PS multiplies pairs of bf16 and adds both products

@@ -1,6 +1,6 @@
 // The simd track's contractions that read their operands in place instead of packing B: matrix times
 // vector (one column of C: dot products of A's rows with B's column, `cake_gemm::dot_rows`), its transpose
-// (one row of C against a B stored as rows along k, a linear layer's weight) and an A of at most MR rows
+// (one row of C against a B stored as rows along k, a linear layer's weight) and an A of at most 4·MR rows
 // (full panels of B read straight from memory, `cake_gemm::tile_in_place`). On small-integer inputs every
 // product and partial sum is exact, so whatever the order of the sums, these kernels must give the bits of
 // the plain loop nest (gemm=false), for every source dtype (f32, bf16, f16 inputs; an f64 or f32
@@ -68,12 +68,14 @@ TEST_P(InPlace, BitIdenticalToTheLoopNestOnExactSums) {
   const build::Kernel k_gemm(gemm.library), k_plain(plain.library);
 
   // K around the vector widths (8 f64 lanes, 16 f32, 32 bf16 of a dot product) leaves every kind of tail;
-  // M = 1..7 is under, at and over MR = 6 rows; N = 1 is the matrix-times-vector path, N = 15..70 full and
-  // partial panels of 16 (f64) or 32 (f32) columns, at offsets past the first.
+  // M runs last row tiles of every size the kernels have (1, 2, 3 and MR = 6 rows: 1, 2, 3, 5, 7, 13),
+  // in-place panels up to their limit of 4·MR rows (24) and packed panels past it (25, 27, 29); N = 1 is
+  // the matrix-times-vector path, N = 15..70 full and partial panels of 16 (f64) or 32 (f32) columns, at
+  // offsets past the first.
   int checked = 0;
   for (const DType dt : {DType::f32, DType::bf16, DType::f16}) {
     for (const int64_t kk : {1, 7, 8, 9, 33, 100}) {
-      for (const int64_t mm : {1, 5, 6, 7}) {
+      for (const int64_t mm : {1, 2, 3, 5, 6, 7, 13, 24, 25, 27, 29}) {
         for (const int64_t nn : {1, 15, 16, 33, 70}) {
           const cases::Case k = cases::make_case(c, {{"M", mm}, {"N", nn}, {"K", kk}}, dt);
           std::vector<Tensor> in = cases::make_inputs(c, k);
@@ -94,7 +96,7 @@ TEST_P(InPlace, BitIdenticalToTheLoopNestOnExactSums) {
       }
     }
   }
-  EXPECT_EQ(checked, 3 * 6 * 4 * 5);
+  EXPECT_EQ(checked, 3 * 6 * 11 * 5);
 
   // Sums in f32 fail the gate at large K whatever the path (docs/tracks.md), so only f64 sums are held to it.
   if (v.knobs.contains("acc")) return;
@@ -112,8 +114,8 @@ const Edits kRowsOfB = {{"b: [K, N]", "b: [N, K]"}, {"b[k, n]", "b[n, k]"}};
 INSTANTIATE_TEST_SUITE_P(
     Operands, InPlace,
     ::testing::Values(
-        Variant{"inputs", {}, nlohmann::json::object(), "cake_gemm::dot_rows<MR, double, typename IO::Src"},
-        Variant{"f32_sums", {}, {{"acc", "f32"}, {"compute", "f32"}}, "cake_gemm::dot_rows<MR, float"},
+        Variant{"inputs", {}, nlohmann::json::object(), "cake_gemm::dot_rows<R, double, typename IO::Src"},
+        Variant{"f32_sums", {}, {{"acc", "f32"}, {"compute", "f32"}}, "cake_gemm::dot_rows<R, float"},
         Variant{"f64_buffer", kScaledA, {{"fusion", "none"}}, "cake_gemm::src_f64"},
         Variant{"f32_buffer",
                 kScaledA,
