@@ -58,9 +58,20 @@ static inline hn::Vec<D> load_as(D d, const typename Src::T* p) {
   }
 }
 
+// How far ahead along its rows a matrix-times-vector kernel prefetches A: MR rows stream at once, more
+// than the hardware prefetchers keep ahead of (bf16 K=M=1024 from memory: 110–128 → 82–98 µs).
+inline constexpr int64_t kPrefetchBytes = 1024;
+
+// Prefetches the line `bytes` past p, which may lie past the end of p's array: the address is formed as
+// an integer, and a prefetch never faults.
+static inline void prefetch_at(const void* p, int64_t bytes) {
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes)));
+}
+
 // Matrix times vector: out[r · ostride] = Σ_k a[r][k] · b[k] for r < MR, rows of A and B contiguous along k
 // and read in place. Each row keeps one vector of partial sums (MR independent chains) and every load of b
-// serves all MR rows.
+// serves all MR rows; A is prefetched kPrefetchBytes ahead, once per 64-byte line.
 template <int MR, class Acc, class SrcA, class SrcB>
 static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const typename SrcB::T* __restrict b,
                             Acc* __restrict out, int64_t ostride) {
@@ -70,8 +81,13 @@ static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const t
   V acc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) acc[r] = hn::Zero(d);
+  constexpr int64_t kSize = sizeof(typename SrcA::T);
   int64_t k = 0;
   for (; k + L <= K; k += L) {
+    if ((k * kSize) % 64 < L * kSize) {  // this step starts a line
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) prefetch_at(a[r], k * kSize + kPrefetchBytes);
+    }
     const V bv = load_as<SrcB>(d, b + k);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) acc[r] = hn::MulAdd(load_as<SrcA>(d, a[r] + k), bv, acc[r]);
@@ -226,7 +242,8 @@ static inline void tile_bf16(int64_t K2, const uint32_t* __restrict bq, const Lo
 }
 
 // dot_rows on the bf16 dot product: out[r · ostride] = Σ_k a[r][k] · b[k], both read in place 32
-// elements (16 pairs) at a time and summed in f32; the last K mod 32 are loaded under a mask, as zeros.
+// elements (16 pairs, one line) at a time and summed in f32; the last K mod 32 are loaded under a mask, as
+// zeros. A is prefetched as in dot_rows.
 template <int MR, class Out>
 static inline void dot_rows_bf16(int64_t K, const uint16_t* const* a, const uint16_t* __restrict b,
                                  Out* __restrict out, int64_t ostride) {
@@ -235,6 +252,8 @@ static inline void dot_rows_bf16(int64_t K, const uint16_t* const* a, const uint
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; k += 32) {
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) prefetch_at(a[r], 2 * k + kPrefetchBytes);
     const __mmask32 m = K - k >= 32 ? ~__mmask32{0} : (__mmask32{1} << (K - k)) - 1;
     const __m512bh bv = (__m512bh)_mm512_maskz_loadu_epi16(m, b + k);
 #pragma GCC unroll 16
