@@ -176,9 +176,12 @@ bool fitter(const Variant& a, const Variant& b) {
 
 struct Tiers {
   std::vector<const Variant*> good, medium, poor;
+  std::vector<const Variant*> failed;  // counted as Poor, never parents
 };
 
-// Correct variants by fitness in thirds (Good, Medium, the rest Poor); failed ones are Poor.
+// Correct variants by fitness in thirds (Good, Medium, the rest Poor). Failed ones count as Poor but are
+// not parents: a child of a failing kernel mostly fails too, and its failure bans its move for the rest of
+// the run (linear_bias_gelu lost `bf16_dot=true` so, tried on an `acc=f32` parent that failed the gate).
 Tiers tier(const std::vector<Variant>& all) {
   std::vector<const Variant*> ok;
   Tiers t;
@@ -186,7 +189,7 @@ Tiers tier(const std::vector<Variant>& all) {
     if (v.correct()) {
       ok.push_back(&v);
     } else if (v.status == "failed") {
-      t.poor.push_back(&v);
+      t.failed.push_back(&v);
     }
   }
   std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return fitter(*a, *b); });
@@ -407,7 +410,8 @@ RoundSummary summarize(const std::vector<Variant>& all, int r) {
     }
   }
   const Tiers t = tier(upto);
-  sum.good = int(t.good.size()), sum.medium = int(t.medium.size()), sum.poor = int(t.poor.size());
+  sum.good = int(t.good.size()), sum.medium = int(t.medium.size());
+  sum.poor = int(t.poor.size() + t.failed.size());
   if (const Variant* b = best_of(upto, r)) sum.best_s = b->total_s, sum.efficiency = b->efficiency;
   int most = 0;
   for (const auto& [name, n] : sigs)

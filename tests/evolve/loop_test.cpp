@@ -138,6 +138,14 @@ TEST_F(EvolveTest, AMoveThatFailedIsNotTriedAgain) {
         EXPECT_EQ(tries, 1) << q.column_text(0) << " failed and was tried again (seed " << seed << ")";
       }
     }
+    // Parents are correct kernels: a failed variant counts as Poor but has no children.
+    EXPECT_EQ(
+        count(db,
+              "SELECT COUNT(*) FROM evolution_variants v JOIN evolution_variants p ON v.parent_id = p.id "
+              "WHERE v.run_id = ? AND p.status = 'failed'",
+              r.run),
+        0)
+        << "seed " << seed;
   }
   EXPECT_GE(failed, 1) << "no move failed: the test shows nothing";
 }
