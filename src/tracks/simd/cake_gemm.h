@@ -107,8 +107,8 @@ static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const t
     out[r * ostride] = hn::GetLane(hn::SumOfLanes(d, acc[r])) + hn::GetLane(tail[r]);
 }
 
-// Calls f(std::integral_constant<int, R>()) with R = MR when n = MR, else (0 < n < MR) with the smallest R
-// in ⌈MR/2⌉, ⌈MR/4⌉, …, 1 with R ≥ n: a last tile of n rows runs a kernel of about n rows, not MR rows
+// Calls f(std::integral_constant<int, R>()) for the smallest R in MR, ⌈MR/2⌉, ⌈MR/4⌉, …, 1 with R ≥ n
+// (0 < n ≤ MR): a last tile of n rows runs a kernel of about n rows, not MR rows
 // of which MR − n are thrown away, at log2(MR) instantiations per call site. The smaller ones are out of
 // line, so that the MR-row kernel is compiled (registers allocated) as if it were alone.
 template <int R, class F>
