@@ -178,12 +178,12 @@ static inline void tile_in_place(int64_t K, const typename SrcB::T* __restrict b
   constexpr int64_t L = lanes<Acc>();
   const auto row = [&](auto d, int64_t k, int v) { return load_as<SrcB>(d, b + k * ldb + v * L); };
   if (ahead == nullptr) return tile_with<MR, NV, Acc>(K, row, a, out);
-  constexpr int64_t kLine = 64 / sizeof(typename SrcB::T);
+  constexpr int64_t kSize = sizeof(typename SrcB::T);
   tile_with<MR, NV, Acc>(
       K,
       [&](auto d, int64_t k, int v) {
         if (v == 0) {
-          for (int64_t c = 0; c < NV * L; c += kLine) __builtin_prefetch(ahead + k * ldb + c);
+          for (int64_t c = 0; c < NV * L * kSize; c += 64) prefetch_at(ahead, k * ldb * kSize + c);
         }
         return row(d, k, v);
       },
