@@ -14,6 +14,7 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "eval/sandbox.h"
+#include "evolve/parents.h"
 #include "evolve/signature.h"
 #include "evolve/strategies.h"
 #include "profile/profile.h"
@@ -25,18 +26,6 @@ namespace cake::evolve {
 namespace {
 
 using nlohmann::json;
-
-struct Variant {
-  int64_t id = 0;
-  int round = 0;
-  std::string track, knobs_key;  // knobs_key: the resolved knobs as stored (unique per run)
-  std::string source_hash;       // of the lowered artifact: two knob sets with one source are one variant
-  int64_t parent = 0;
-  std::string strategy, status;  // planned | measured (every case passes) | failed
-  double total_s = 0, efficiency = 0;
-  json result;  // the evaluate skill's output (or {"error": ...})
-  bool correct() const { return status == "measured"; }
-};
 
 std::vector<Variant> load(store::Store& db, int64_t run) {
   std::vector<Variant> out;
@@ -52,10 +41,6 @@ std::vector<Variant> load(store::Store& db, int64_t run) {
                    q.column_double(8), q.column_double(9), json::parse(q.column_text(10))});
   }
   return out;
-}
-
-bool is_composite(const std::string& track) {
-  return track == tracks::kRegimesTrack;
 }
 
 // The resolved knobs (as stored) and the hash of the source they lower to.
@@ -167,71 +152,6 @@ void measure(skills::Session& s, const std::string& file, const std::vector<case
   }
 }
 
-// The fitness: the mean roofline efficiency over the cases (every case counts alike, as in the score and
-// the stop test), then the total time.
-bool fitter(const Variant& a, const Variant& b) {
-  if (a.efficiency != b.efficiency) return a.efficiency > b.efficiency;
-  return a.total_s < b.total_s;
-}
-
-struct Tiers {
-  std::vector<const Variant*> good, medium, poor;
-  std::vector<const Variant*> failed;  // counted as Poor, never parents
-};
-
-// Correct variants by fitness in thirds (Good, Medium, the rest Poor). Failed ones count as Poor but are
-// not parents: a child of a failing kernel mostly fails too, and its failure bans its move for the rest of
-// the run (linear_bias_gelu lost `bf16_dot=true` so, tried on an `acc=f32` parent that failed the gate).
-Tiers tier(const std::vector<Variant>& all) {
-  std::vector<const Variant*> ok;
-  Tiers t;
-  for (const Variant& v : all) {
-    if (v.correct()) {
-      ok.push_back(&v);
-    } else if (v.status == "failed") {
-      t.failed.push_back(&v);
-    }
-  }
-  std::sort(ok.begin(), ok.end(), [](const Variant* a, const Variant* b) { return fitter(*a, *b); });
-  const size_t third = (ok.size() + 2) / 3;
-  for (size_t i = 0; i < ok.size(); ++i)
-    (i < third ? t.good : i < 2 * third ? t.medium : t.poor).push_back(ok[i]);
-  return t;
-}
-
-const Variant* best_of(const std::vector<Variant>& all, int up_to_round) {
-  const Variant* best = nullptr;
-  for (const Variant& v : all)
-    if (v.round <= up_to_round && v.correct() && (!best || fitter(v, *best))) best = &v;
-  return best;
-}
-
-// A parent from the tiers (60 / 30 / 10; an empty tier passes its share on).
-const Variant* sample_parent(const Tiers& t, std::mt19937_64& rng) {
-  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-  const std::vector<const Variant*>* order[3] = {&t.good, &t.medium, &t.poor};
-  int first = u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
-  for (int k = 0; k < 3; ++k) {
-    const auto& tier = *order[(first + k) % 3];
-    if (!tier.empty()) return tier[std::uniform_int_distribution<size_t>(0, tier.size() - 1)(rng)];
-  }
-  return nullptr;
-}
-
-// The fittest correct variant of each track, fittest first.
-std::vector<const Variant*> track_champions(const std::vector<Variant>& singles) {
-  std::map<std::string, const Variant*> best;
-  for (const Variant& v : singles) {
-    const Variant*& b = best[v.track];
-    if (v.correct() && (!b || fitter(v, *b))) b = &v;
-  }
-  std::vector<const Variant*> out;
-  for (const auto& [track, v] : best)
-    if (v) out.push_back(v);
-  std::sort(out.begin(), out.end(), [](const Variant* a, const Variant* b) { return fitter(*a, *b); });
-  return out;
-}
-
 // Classes H and D across variants: the fittest single-track variant split with the correct variant that best
 // complements it, by case size (tracks::best_split) or by dtype (tracks::best_dtype_split) over their
 // measured cases, when the split predicts a mean efficiency at least min_gain above the fittest variant's.
@@ -298,19 +218,6 @@ bool within_threads(const json& knobs, int threads) {
   return v == "0" || std::atoll(v.c_str()) <= threads;  // 0: as many as the run has
 }
 
-// The moves (track|move, as the optimize skill names them) whose variant failed in this run: one that broke a
-// kernel once (a type the precision gate rejects, a build that does not compile) is not proposed again on
-// another parent.
-std::set<std::string> failed_moves(const std::vector<Variant>& all) {
-  std::set<std::string> out;
-  for (const Variant& v : all) {
-    const size_t at = v.strategy.find(": ");
-    if (v.status == "failed" && !is_composite(v.track) && at != std::string::npos)
-      out.insert(v.track + "|" + v.strategy.substr(at + 2));
-  }
-  return out;
-}
-
 // Plans round r's variants; returns how many were planned.
 int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
                const std::vector<Variant>& all, const EvolveOptions& o) {
@@ -325,9 +232,8 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   std::copy_if(all.begin(), all.end(), std::back_inserter(singles),
                [](const Variant& v) { return !is_composite(v.track); });
   const Tiers t = tier(singles);
-  // The round's first parent is a track's champion, the tracks taking turns by round. The tiers alone fill
-  // with the fittest lineage's children and can leave a close second track unexplored (rms_norm: 36
-  // variants in 12 rounds, none a child of the simd seed, whose f32 move was the better kernel).
+  // The round's first parent is a track's champion, the tracks within half the leader's efficiency taking
+  // turns by round (track_champions says why).
   const std::vector<const Variant*> champions = track_champions(singles);
   std::mt19937_64 rng(o.seed * 1000003u + uint64_t(run) * 1009u + uint64_t(r));
   int planned = 0;

@@ -1,12 +1,13 @@
 // Evolution mode (DESIGN §8): rounds of variants from the best correct kernels. Each round samples parents
-// from the tiers Good / Medium / Poor (60 / 30 / 10), its first parent a track's champion (the tracks take
-// turns by round, so a close second track is explored), reads each parent's bottleneck signature, assigns a
-// strategy class by signature and asks the optimize skill for a one-knob move of that class (not one that
-// already failed in the run); the round's variants are planned (written to the store) before any is built,
-// then each is lowered and judged with timing in one transaction with its result. The best-so-far is the
-// variant with the highest mean roofline efficiency over the cases that passes every case, so a regression
-// never loses it. Stop at efficiency >= 0.95, at no gain above 0.1% in 5 rounds, when no move is left, or at
-// the round budget. A killed run resumes (resume()) with nothing lost or measured twice.
+// from the tiers Good / Medium / Poor (60 / 30 / 10), its first parent a track's champion (the tracks within
+// half the leader's efficiency take turns by round, so a close second track is explored; parents.h), reads
+// each parent's bottleneck signature, assigns a strategy class by signature and asks the optimize skill for a
+// one-knob move of that class (not one that already failed in the run); the round's variants are planned
+// (written to the store) before any is built, then each is lowered and judged with timing in one transaction
+// with its result. The best-so-far is the variant with the highest mean roofline efficiency over the cases
+// that passes every case, so a regression never loses it. Stop at efficiency >= 0.95, at no gain above 0.1%
+// in 5 rounds, when no move is left, or at the round budget. A killed run resumes (resume()) with nothing
+// lost or measured twice.
 #pragma once
 
 #include <cstdint>
