@@ -130,8 +130,10 @@ class Lowering {
   std::string omp_threads() const {
     return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : "";
   }
+  // The clause names `parallel`: on `parallel for simd`, an unqualified `if` applies to the simd part too
+  // (OpenMP 5.0), and GCC then runs the loop below the threshold as scalar code.
   std::string work_if(const std::string& work) const {
-    return fmt::format(" if(({}) >= INT64_C({}))", work, o_.parallel_min_work);
+    return fmt::format(" if(parallel: ({}) >= INT64_C({}))", work, o_.parallel_min_work);
   }
   std::string extents_product(const Stmt& s, int from, int to) const;
 
