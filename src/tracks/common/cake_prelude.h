@@ -40,16 +40,17 @@ static inline uint16_t cake_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
+/* The f16 conversions are branch-free (selects only), so a loop of them vectorizes; bit-identical to the
+   branching forms they replaced over every input (f16 D=512 K=8192 index_select: 1.7 -> 1.1 ms). */
 static inline float cake_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0) {
-    float r = (float)m * 5.9604644775390625e-8f; /* m * 2^-24 */
-    return sign ? -r : r;
-  }
-  if (e == 31)
-    u = sign | 0x7f800000u | (m << 13);
-  else
-    u = sign | ((e + 112u) << 23) | (m << 13);
+  const uint32_t em = h & 0x7fffu;
+  const float sub = (float)(int32_t)(em & 0x3ffu) * 5.9604644775390625e-8f; /* exponent 0: m * 2^-24, exact */
+  uint32_t u;
+  memcpy(&u, &sub, 4);
+  u = em >= 0x7c00u ? (em << 13) | 0x7f800000u /* infinity, NaN with its payload */
+      : em >= 0x0400u ? (em << 13) + (112u << 23) /* normal: rebias the exponent */
+                      : u;
+  u |= (uint32_t)(h & 0x8000u) << 16;
   float f;
   memcpy(&f, &u, 4);
   return f;
@@ -57,17 +58,20 @@ static inline float cake_f16_to_f32(uint16_t h) {
 static inline uint16_t cake_f32_to_f16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: infinity */
-  if (a < 0x38800000u) {                                   /* below 2^-14: subnormal or zero */
-    float af;
-    memcpy(&af, &a, 4);
-    return (uint16_t)(sign | (uint16_t)nearbyintf(af * 16777216.0f)); /* exact scaling by 2^24 */
-  }
-  a += 0xfffu + ((a >> 13) & 1u) - (112u << 23);
-  return (uint16_t)(sign | (a >> 13));
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  /* below 2^-14 (an f16 subnormal or zero): adding 0.5 lines the f16 mantissa up with the bottom of the sum's
+     and rounds it to nearest even */
+  float af, sum;
+  memcpy(&af, &a, 4);
+  sum = af + 0.5f;
+  uint32_t sub;
+  memcpy(&sub, &sum, 4);
+  sub -= 0x3f000000u;
+  const uint32_t norm = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13; /* round to nearest even */
+  uint32_t o = a < 0x38800000u ? sub : norm;
+  o = a >= 0x477ff000u ? 0x7c00u : o; /* rounds to >= 65520: infinity */
+  o = a > 0x7f800000u ? 0x7e00u : o;  /* NaN: quiet */
+  return (uint16_t)(sign | o);
 }
 
 static inline double cake_trunc_sat(double v, double lo, double hi) {
