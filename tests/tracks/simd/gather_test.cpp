@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "cases/cases.h"
@@ -21,6 +22,15 @@ using testing_simd::lower_and_build;
 
 CheckedContract load_op(const std::string& name) {
   return load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (name + ".yaml")).string());
+}
+
+// The simd kernel of c at default knobs; nullopt (and a test failure) when it does not build.
+std::optional<build::Kernel> default_kernel(const CheckedContract& c) {
+  std::string src;
+  const build::BuildResult r = lower_and_build(c, nlohmann::json::object(), &src);
+  EXPECT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+  if (!r.ok()) return std::nullopt;
+  return build::Kernel(r.library);
 }
 
 TEST(Gather, TheIndexIsCheckedBeforeTheRowLoop) {
@@ -38,10 +48,8 @@ TEST(Gather, TheIndexIsCheckedBeforeTheRowLoop) {
 TEST(Gather, AnIndexOutOfRangeInAnyRowIsReported) {
   for (const std::string op : {"index_select", "embedding"}) {
     const CheckedContract c = load_op(op);
-    std::string src;
-    const build::BuildResult r = lower_and_build(c, nlohmann::json::object(), &src);
-    ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
-    const build::Kernel k(r.library);
+    const std::optional<build::Kernel> k = default_kernel(c);
+    ASSERT_TRUE(k) << op;
     // 7 rows: the serial copy; 20000 rows of 8: the parallel one; D = 1: the unit rows
     for (const auto& [rows, d] : {std::pair<int64_t, int64_t>{7, 1}, {7, 33}, {20000, 1}, {20000, 8}}) {
       for (const DType dt : {DType::f32, DType::f16, DType::bf16}) {
@@ -53,11 +61,11 @@ TEST(Gather, AnIndexOutOfRangeInAnyRowIsReported) {
         const size_t ids = in[0].dtype() == DType::i64 ? 0 : 1;
         const std::vector<double> params = cases::kernel_params(c, kc);
         std::vector<Tensor> out = cases::make_outputs(c, kc);
-        ASSERT_EQ(k.run(in, out, params), 0) << op << " " << kc.describe();
+        ASSERT_EQ(k->run(in, out, params), 0) << op << " " << kc.describe();
         for (const auto& [at, bad] : {std::pair<int64_t, int64_t>{0, 13}, {rows - 1, 13}, {rows / 2, -1}}) {
           std::vector<Tensor> bad_in = cases::make_inputs(c, kc);
           static_cast<int64_t*>(bad_in[ids].data())[at] = bad;
-          EXPECT_EQ(k.run(bad_in, out, params), CAKE_ERR_INDEX)
+          EXPECT_EQ(k->run(bad_in, out, params), CAKE_ERR_INDEX)
               << op << " " << kc.describe() << ": ids[" << at << "] = " << bad;
         }
       }
@@ -70,10 +78,8 @@ TEST(Gather, AnIndexOutOfRangeInAnyRowIsReported) {
 TEST(Gather, ElementsMoveAsBits) {
   for (const std::string op : {"index_select", "permute"}) {
     const CheckedContract c = load_op(op);
-    std::string src;
-    const build::BuildResult r = lower_and_build(c, nlohmann::json::object(), &src);
-    ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.log;
-    const build::Kernel k(r.library);
+    const std::optional<build::Kernel> k = default_kernel(c);
+    ASSERT_TRUE(k) << op;
     for (const DType dt : {DType::f16, DType::bf16}) {
       const std::map<std::string, int64_t> shape =
           op == "index_select" ? std::map<std::string, int64_t>{{"V", 13}, {"K", 40}, {"D", 33}}
@@ -88,7 +94,7 @@ TEST(Gather, ElementsMoveAsBits) {
         if (n == 1) bits[i] = uint16_t(0x8001u + i % 0x3ff);
       }
       std::vector<Tensor> out = cases::make_outputs(c, kc);
-      ASSERT_EQ(k.run(in, out, cases::kernel_params(c, kc)), 0);
+      ASSERT_EQ(k->run(in, out, cases::kernel_params(c, kc)), 0);
       std::multiset<uint16_t> got, want;  // every output element is an input element, moved as it was
       const auto* y = static_cast<const uint16_t*>(out[0].data());
       for (int64_t i = 0; i < out[0].numel(); ++i) got.insert(y[i]);
