@@ -154,22 +154,32 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     }
     idx.push_back(name);
   }
+  const bool stored = &e == stored_;
   std::string value;
   if (!e.padded) {
-    value = access_(e.slot, idx);
+    value = access_(e.slot, idx, stored);
   } else {
     const std::string ok = id + "_in";
     pre += fmt::format("{}const bool {} = {};\n", ind, ok, inside.empty() ? "true" : inside);
     for (size_t k = 0; k < idx.size(); ++k)  // never address outside the tensor
       if (!trusted[k]) idx[k] = fmt::format("({} ? {} : 0)", ok, idx[k]);
     const std::string pad = e.pad_value ? emit(*e.pad_value, pre, ind) : "0";
-    value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx), type_of(e.type),
-                        pad);
+    value = fmt::format("({} ? ({}){} : ({}){})", ok, type_of(e.type), access_(e.slot, idx, false),
+                        type_of(e.type), pad);
   }
   if (!hoist) return value;
   std::string h = fresh("h");
-  pre += fmt::format("{}const {} {} = {};\n", ind, type_of(e.type), h, value);
+  pre += fmt::format("{}const {} {} = {};\n", ind, stored ? "auto" : type_of(e.type), h, value);
   return h;
+}
+
+std::string CppExprEmitter::emit_stored(const Expr& e, std::string& pre, const std::string& ind) {
+  if (e.kind != ExprKind::Read || e.padded)
+    throw Error("simd: emit_stored takes a non-padded read, not '" + te::print_expr(e) + "'");
+  stored_ = &e;
+  std::string value = read(e, pre, ind);
+  stored_ = nullptr;
+  return value;
 }
 
 // A call whose arguments do not vary in the hoisted loop (log_softmax's log(s[n]) in the loop over d) is

@@ -19,14 +19,18 @@ struct ExprOptions {
 
 class CppExprEmitter {
  public:
-  // access(tensor id, index expressions) → an expression reading that element (the indices are in range).
-  using Access = std::function<std::string(int tensor, const std::vector<std::string>& index)>;
+  // access(tensor id, index expressions, stored) → an expression reading that element (the indices are in
+  // range): as a compute-type value, or with `stored` as it is held (its storage type, for a copy of bits).
+  using Access = std::function<std::string(int tensor, const std::vector<std::string>& index, bool stored)>;
 
   CppExprEmitter(const CheckedContract& c, const te::Stmt& s, ExprOptions o, Access access)
       : c_(c), s_(s), o_(std::move(o)), access_(std::move(access)) {}
 
   // Emits e; statements it needs first are appended to pre (each line prefixed with indent).
   std::string emit(const te::Expr& e, std::string& pre, const std::string& indent);
+  // Emits a non-padded read as the element is stored (no conversion to the compute type), for a statement
+  // that copies it: its bits move.
+  std::string emit_stored(const te::Expr& read, std::string& pre, const std::string& indent);
   // Loop-invariant reads and calls: a read or a function call outside any reduction that does not use
   // variable slot `slot` is emitted once into *hoist (placed before the loop over that variable) instead of
   // into pre. (GCC does not vectorize a loop that re-reads a scalar its stores might alias, nor hoist an
@@ -65,7 +69,8 @@ class CppExprEmitter {
   Access access_;
   int counter_ = 0;
   std::vector<std::pair<const te::Expr*, std::string>> subst_;
-  int depth_ = 0;  // reductions entered
+  int depth_ = 0;                     // reductions entered
+  const te::Expr* stored_ = nullptr;  // the read emit_stored asked for
   int hoist_slot_ = -1;
   int in_range_slot_ = -1;
   std::string* hoist_ = nullptr;

@@ -126,6 +126,7 @@ class Lowering {
   bool fusable(const Group& g, int s, int p) const;
   std::string linear(int id, const std::vector<std::string>& idx, int from_axis) const;
   std::string access(int id, const std::vector<std::string>& idx, int prefix) const;
+  std::string access_stored(int id, const std::vector<std::string>& idx) const;
   std::string store(int id, const std::string& lin, const std::string& value) const;
   std::string omp_threads() const {
     return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : "";
@@ -173,11 +174,16 @@ class Lowering {
     }
     return out + ind0 + "}\n";
   }
-  std::string assign(int si, const std::string& value, const std::string& ind) const;
+  // Statement si's target element at the domain variables := its rhs, emitted by em (statements the rhs
+  // needs first go to pre); an element copied as it is moves as bits (moves_bits).
+  std::string assign(int si, CppExprEmitter& em, std::string& pre, const std::string& ind) const;
+  bool moves_bits(int si) const;
   // An expression emitter for statement s in this lowering's types, reading tensors through access().
   CppExprEmitter emitter(const Stmt& s) {
     return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize},
-                          [this](int id, const std::vector<std::string>& idx) { return access(id, idx, 0); });
+                          [this](int id, const std::vector<std::string>& idx, bool stored) {
+                            return stored ? access_stored(id, idx) : access(id, idx, 0);
+                          });
   }
   std::string emit_accumulate(int si);
 
@@ -321,6 +327,11 @@ std::string Lowering::access(int id, const std::vector<std::string>& idx, int pr
   return access_linear(id, linear(id, idx, 0));
 }
 
+// Element idx of an input or a directly stored tensor in the operator dtype, as it is held (moves_bits).
+std::string Lowering::access_stored(int id, const std::vector<std::string>& idx) const {
+  return fmt::format("{}[{}]", tensor_id(tensor(id).name), linear(id, idx, 0));
+}
+
 // Element `lin` (row-major offset) of an input or buffered tensor, as a compute-type value.
 std::string Lowering::access_linear(int id, const std::string& lin) const {
   const TensorInfo& t = tensor(id);
@@ -398,27 +409,32 @@ std::string Lowering::emit_statement_body(int si, int prefix, const std::string&
                      emit_statement_loops(si, prefix, ind + "  "), ind);
 }
 
-// Statement si's target element at the domain variables := value.
-std::string Lowering::assign(int si, const std::string& value, const std::string& ind) const {
+// A statement that stores an element of an input in the operator dtype as it was read (a gather, a
+// permutation): its bits move, with no round trip through the compute type. f16 index_select D=512
+// K=8192: 1.2 -> 0.12 ms; a NaN keeps its payload, as libtorch's copy does.
+bool Lowering::moves_bits(int si) const {
+  const Stmt& s = stmt(si);
+  if (s.rhs->kind != ExprKind::Read || s.rhs->padded) return false;
+  if (storage_[static_cast<size_t>(s.tensor)] != Storage::Direct || tensor(s.tensor).fixed_dtype)
+    return false;
+  const Storage from = storage_[static_cast<size_t>(s.rhs->slot)];
+  return (from == Storage::Input || from == Storage::Direct) && !tensor(s.rhs->slot).fixed_dtype;
+}
+
+std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const std::string& ind) const {
   const Stmt& s = stmt(si);
   std::vector<std::string> idx;
   idx.reserve(static_cast<size_t>(s.n_domain));
   for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+  if (moves_bits(si)) {
+    const std::string bits = em.emit_stored(*s.rhs, pre, ind);
+    return fmt::format("{}{}[{}] = {};\n", ind, tensor_id(tensor(s.tensor).name), linear(s.tensor, idx, 0),
+                       bits);
+  }
+  const std::string value = em.emit(*s.rhs, pre, ind);
   if (storage_[static_cast<size_t>(s.tensor)] != Storage::Direct)
     return fmt::format("{}{} = ({}){};\n", ind, access(s.tensor, idx, 0), elem_type(s.tensor), value);
-  const std::string lin = linear(s.tensor, idx, 0);
-  // An element of an input in the operator dtype stored as it is (a gather, a permutation): its bits move,
-  // with no round trip through the compute type. f16 index_select D=512 K=8192: 1.2 -> 0.12 ms; a NaN keeps
-  // its payload, as libtorch's copy does.
-  if (s.rhs->kind == ExprKind::Read && !s.rhs->padded && !tensor(s.tensor).fixed_dtype) {
-    const TensorInfo& from = tensor(s.rhs->slot);
-    const std::string ld = "IO::ld(" + tensor_id(from.name) + ", ";
-    if (!from.fixed_dtype && value.starts_with(ld) && value.ends_with(")")) {
-      return fmt::format("{}{}[{}] = {}[{}];\n", ind, tensor_id(tensor(s.tensor).name), lin,
-                         tensor_id(from.name), value.substr(ld.size(), value.size() - ld.size() - 1));
-    }
-  }
-  return ind + store(s.tensor, lin, value) + "\n";
+  return ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
 }
 
 namespace {
@@ -536,14 +552,14 @@ std::string Lowering::emit_running_sum(int si, int prefix, const std::string& in
     const std::string hi = em.emit(*rv.hi, hi_pre, in);
     const std::string term = em.emit(*red.args[0], body_pre, in + "  ");
     em.substitute(&red, ints ? run : fmt::format("(({}){})", real_, run));
-    const std::string value = em.emit(*s.rhs, value_pre, in);
+    const std::string store_line = assign(si, em, value_pre, in);
     return fmt::format(
         "{}for (; {}_j < {}; ++{}_j) {{\n{}const int64_t {} = {}_j;\n{}{}const int64_t {}_hi = {};\n"
         "{}for (; {}_next < {}_hi; ++{}_next) {{\n{}  const int64_t {} = {}_next;\n{}{}  {} += "
         "{};\n{}}}\n{}{}{}"
         "{}}}\n",
         ind, run, extent, run, in, vj, run, hi_pre, in, run, hi, in, run, run, run, in, vk, run, body_pre, in,
-        run, term, in, value_pre, assign(si, value, in),
+        run, term, in, value_pre, store_line,
         first ? fmt::format("{}if ({}_hi > {}_lo) {{\n{}  ++{}_j;\n{}  break;\n{}}}\n", in, run, run, in, run,
                             in, in)
               : "",
@@ -593,11 +609,11 @@ std::string Lowering::emit_running_sum(int si, int prefix, const std::string& in
     CppExprEmitter em = emitter(s);
     em.substitute(&red, ints ? run + "_t[" + run + "_l]" : fmt::format("(({}){}_t[{}_l])", real_, run, run));
     std::string value_pre;
-    const std::string value = em.emit(*s.rhs, value_pre, in2);
+    const std::string store_line = assign(si, em, value_pre, in2);
     out += fmt::format(
         "{}#pragma omp simd\n{}for (int {}_l = 0; {}_l < {}; ++{}_l) {{\n{}const int64_t {} = {}_j + "
         "{}_l;\n{}{}{}}}\n",
-        in, in, run, run, block, run, in2, vj, run, run, value_pre, assign(si, value, in2), in);
+        in, in, run, run, block, run, in2, vj, run, run, value_pre, store_line, in);
   }
   out += vi + "}\n" + fmt::format("{}{} = {}_c[0];\n", vi, run, run) + ind + "}\n";
   return out + scalar(false) + close_loops(ind, ind0, prefix, j);
@@ -710,8 +726,8 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   CppExprEmitter rest = emitter(s);
   rest.substitute(&red, fmt::format("{}[{}]", a, jv));
   pre.clear();
-  const std::string value = rest.emit(*s.rhs, pre, ind);
-  out += pre + assign(si, value, ind);
+  const std::string store_line = assign(si, rest, pre, ind);
+  out += pre + store_line;
   close();
   for (int k = prefix; k < j; ++k) close();
   return out;
@@ -734,8 +750,8 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
   CppExprEmitter em = emitter(s);
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
-  const std::string value = em.emit(*s.rhs, pre, ind);
-  std::string out = outer + hoist + inner_head + pre + assign(si, value, ind);
+  const std::string store_line = assign(si, em, pre, ind);
+  std::string out = outer + hoist + inner_head + pre + store_line;
   for (int k = s.n_domain - 1; k >= prefix; --k) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
@@ -1129,8 +1145,8 @@ std::string Lowering::emit_group(const Group& g) {
         // The single loop is the parallel one; its body has no loop of its own.
         CppExprEmitter em = emitter(s);
         std::string pre;
-        const std::string value = em.emit(*s.rhs, pre, ind);
-        text += pre + assign(g.stmts[0], value, ind);
+        const std::string store_line = assign(g.stmts[0], em, pre, ind);
+        text += pre + store_line;
       } else {
         text += emit_statement_body(g.stmts[0], outer, ind);
       }
