@@ -2,13 +2,15 @@
 // loop nest over its domain (OpenMP-parallel over the outer axes, `omp simd` on the innermost), and
 // consecutive statements that share their leading axes are fused into one parallel loop over those
 // axes ("rows"), so per-row intermediates (softmax's exp row, rms_norm's sum) live in a small per-thread
-// buffer instead of memory. Scatter statements (`+=`) run in parallel over an axis that indexes the
-// target directly, serially otherwise. A reduction whose body reads along the innermost axis contiguously
-// (convolution, pooling: y[.., j] = Σ_k w[k] · x?[.., j·S + k - P]) is interchanged with that axis, so the
-// loop over j is the vectorized one instead of a few-tap scalar loop per output. A sum whose upper bound
-// rises with the innermost axis (cumsum: y[n, j] = Σ_{k<=j} x[n, k]) carries a running accumulator along
-// that axis instead of summing each prefix anew. Fused rows may run in blocks (`row_block`): each statement
-// over the block's rows in turn.
+// buffer instead of memory. A scatter statement (`+=`) whose target row is chosen by data (index_add:
+// out[idx[i], j] += src[i, j]) sorts its source rows by target row and sums each target row once, in a
+// per-thread row of accumulators (`scatter_rows`); other scatters run in parallel over an axis that
+// indexes the target directly, serially otherwise. A reduction whose body reads along the innermost axis
+// contiguously (convolution, pooling: y[.., j] = Σ_k w[k] · x?[.., j·S + k - P]) is interchanged with that
+// axis, so the loop over j is the vectorized one instead of a few-tap scalar loop per output. A sum whose
+// upper bound rises with the innermost axis (cumsum: y[n, j] = Σ_{k<=j} x[n, k]) carries a running
+// accumulator along that axis instead of summing each prefix anew. Fused rows may run in blocks
+// (`row_block`): each statement over the block's rows in turn.
 #pragma once
 
 #include <string>
@@ -25,8 +27,11 @@ struct LoopNestOptions {
   bool vectorize = true;    // `#pragma omp simd` on innermost loops and reductions
   bool interchange = true;  // stencil-like reductions run outside the innermost axis, vectorized along it
   bool scan = true;         // a prefix sum along the innermost axis carries its accumulator along that axis
-  int unroll = 1;           // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
-  int threads = 0;          // OpenMP threads; 0 = all
+  // A scatter into data-chosen target rows sorts its source rows by target row (a counting sort) and sums
+  // each target row in a per-thread accumulator row, written once: no buffer over the whole target.
+  bool scatter_rows = true;
+  int unroll = 1;   // `#pragma GCC unroll` on innermost domain loops (1 = compiler's choice)
+  int threads = 0;  // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
   int64_t serial_below = 0;  // below this many I/O elements, a copy of the kernel without OpenMP regions runs
   bool gemm =

@@ -109,6 +109,13 @@ class SimdTrack final : public Track {
     k.add_bool("scan", true,
                "a sum whose upper bound rises with the innermost axis (cumsum) carries a running accumulator "
                "along it instead of summing each prefix anew");
+    if (std::any_of(c.contract.compute.begin(), c.contract.compute.end(),
+                    [](const te::Stmt& s) { return s.accumulate; })) {
+      k.add_bool("scatter_rows", true,
+                 "a scatter into rows chosen by data sorts its source rows by target row and sums each "
+                 "target row once, in a per-thread row of accumulators (false: a buffer over the whole "
+                 "target, summed in place)");
+    }
     k.add_int("unroll", {1, 2, 4, 8}, 1,
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
