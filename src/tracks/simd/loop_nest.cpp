@@ -874,7 +874,8 @@ std::string Lowering::emit_scatter_rows(int si) {
   const int to = next_scratch_++, at = next_scratch_++, order = next_scratch_++, runs = next_scratch_++,
             acc = next_scratch_++;
   // A counting sort of the points by target row (stable: ascending within a row, the serial scatter's
-  // order), the rows that receive points as runs, then the runs in parallel. Each run also stores zeros
+  // order; with fewer than one point per 16 rows, a comparison sort of the points instead of a pass over
+  // every row), the rows that receive points as runs, then the runs in parallel. Each run also stores zeros
   // into the rows between it and the previous run, so every output row is written once. With fewer than 4
   // runs per thread, each is split into a block per thread (of at least 128 elements) along its first axis
   // after the chosen one, so index_add with V = 1 still uses every core; one thread reads whole rows.
@@ -885,23 +886,37 @@ std::string Lowering::emit_scatter_rows(int si) {
     int64_t* sr_at = cake_scratch<int64_t>({}, (size_t)sr_v);         // a row's count, start, then end
     int64_t* sr_order = cake_scratch<int64_t>({}, (size_t)sr_n);      // the points by target row
     int64_t* sr_runs = cake_scratch<int64_t>({}, (size_t)sr_n + 1);   // the rows receiving points
-    std::fill_n(sr_at, sr_v, INT64_C(0));
+    const bool sr_few = sr_n * 16 < sr_v;  // few points among many rows: sorted, not counted row by row
+    if (!sr_few) std::fill_n(sr_at, sr_v, INT64_C(0));
     for (int64_t sr_r = 0; sr_r < sr_n; ++sr_r) {{
 {}{}      const int64_t o0 = {};
       if ((uint64_t)o0 >= (uint64_t)sr_v) {{ cake_set_error(&err, CAKE_ERR_INDEX); sr_to[sr_r] = -1; continue; }}
       sr_to[sr_r] = o0;
-      ++sr_at[o0];
+      if (!sr_few) ++sr_at[o0];
     }}
     int64_t sr_runs_n = 0, sr_total = 0;
-    for (int64_t v = 0; v < sr_v; ++v) {{
-      const int64_t c = sr_at[v];
-      sr_at[v] = sr_total;
-      sr_total += c;
-      sr_runs[sr_runs_n] = v;
-      sr_runs_n += c != 0;
+    if (sr_few) {{  // only the rows receiving points get an end in sr_at
+      for (int64_t sr_r = 0; sr_r < sr_n; ++sr_r)
+        if (sr_to[sr_r] >= 0) sr_order[sr_total++] = sr_r;
+      std::sort(sr_order, sr_order + sr_total, [&](int64_t a, int64_t b) {{
+        return sr_to[a] < sr_to[b] || (sr_to[a] == sr_to[b] && a < b);
+      }});
+      for (int64_t q = 0; q < sr_total; ++q) {{
+        const int64_t v = sr_to[sr_order[q]];
+        if (sr_runs_n == 0 || sr_runs[sr_runs_n - 1] != v) sr_runs[sr_runs_n++] = v;
+        sr_at[v] = q + 1;
+      }}
+    }} else {{
+      for (int64_t v = 0; v < sr_v; ++v) {{
+        const int64_t c = sr_at[v];
+        sr_at[v] = sr_total;
+        sr_total += c;
+        sr_runs[sr_runs_n] = v;
+        sr_runs_n += c != 0;
+      }}
+      for (int64_t sr_r = 0; sr_r < sr_n; ++sr_r)
+        if (sr_to[sr_r] >= 0) sr_order[sr_at[sr_to[sr_r]]++] = sr_r;
     }}
-    for (int64_t sr_r = 0; sr_r < sr_n; ++sr_r)
-      if (sr_to[sr_r] >= 0) sr_order[sr_at[sr_to[sr_r]]++] = sr_r;
     const int64_t sr_t = {};
     const int64_t sr_nb = sr_runs_n < 4 * sr_t ? std::max<int64_t>(1, std::min<int64_t>({{sr_t, {}, sr_row / 128}})) : 1;
     const int64_t sr_inner = sr_row / std::max<int64_t>(1, {});

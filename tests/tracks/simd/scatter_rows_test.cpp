@@ -64,9 +64,15 @@ TEST(ScatterRows, BitIdenticalToTheBufferedScatter) {
   const std::optional<Pair> k = kernels(c);
   ASSERT_TRUE(k);
   // {N, D, V}: the serial copy; one row (unsplit, then split across threads); few rows of long rows
-  // (split); many rows, most receiving nothing; more points than rows.
-  for (const auto& [n, d, v] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {7, 1, 100}, {8192, 13, 1}, {3000, 1024, 1}, {3000, 300, 3}, {20, 8, 5000}, {20000, 33, 700}}) {
+  // (split); fewer points than rows / 16 (sorted by comparison), without and with repeated rows; more
+  // points than rows.
+  for (const auto& [n, d, v] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{7, 1, 100},
+                                                                                  {8192, 13, 1},
+                                                                                  {3000, 1024, 1},
+                                                                                  {3000, 300, 3},
+                                                                                  {20, 8, 5000},
+                                                                                  {300, 5, 5000},
+                                                                                  {20000, 33, 700}}) {
     for (const DType dt : {DType::f32, DType::f16, DType::bf16}) {
       const cases::Case kc = cases::make_case(c, {{"N", n}, {"D", d}, {"V", v}}, dt);
       EXPECT_EQ(first_difference(k->sorted, k->buffered, c, kc), "");
@@ -89,7 +95,7 @@ TEST(ScatterRows, AnIndexOutOfRangeIsReportedAndSkipped) {
   const std::optional<Pair> k = kernels(c);
   ASSERT_TRUE(k);
   for (const auto& [n, d, v] :
-       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{7, 3, 10}, {5000, 40, 9}}) {
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{7, 3, 10}, {7, 3, 1000}, {5000, 40, 9}}) {
     const cases::Case kc = cases::make_case(c, {{"N", n}, {"D", d}, {"V", v}}, DType::f32);
     for (const auto& [at, bad] : {std::pair<int64_t, int64_t>{0, v}, {n - 1, v}, {n / 2, -1}}) {
       std::vector<Tensor> in = cases::make_inputs(c, kc);
