@@ -165,6 +165,10 @@ double hap(double t_cand, double t_base, double t_hw) {
   return std::clamp(num / den, 0.0, 1.0);
 }
 
+double efficiency(double t_hw, double t_cand) {
+  return t_cand > 0 ? std::min(1.0, t_hw / t_cand) : 0;
+}
+
 double operator_score(bool builds_and_runs, const std::vector<CaseResult>& cases) {
   double s = builds_and_runs ? 0.2 : 0.0;
   if (!cases.empty()) {

@@ -57,6 +57,10 @@ double floor_seconds(const CaseCost& cost, const MachinePeaks& peaks, bool input
 // lowered to the fastest of the two times, and when both sit at it HAP is 0.5. Result in [0, 1].
 double hap(double t_cand, double t_base, double t_hw);
 
+// Efficiency = T_HW / T_cand, at most 1: a time below the floor means the floor is too high (as for HAP), so
+// the case is at the floor, and the mean over cases is not lifted by a miss of the model.
+double efficiency(double t_hw, double t_cand);
+
 struct CaseResult {
   bool passed = false;  // δ_acc: the case passes the precision gate
   double t_cand = 0, t_base = 0, t_hw = 0;

@@ -200,7 +200,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
       ++timed;
       total_s += t_cand;
       sum_hap += eval::hap(t_cand, t_base, t_hw);
-      sum_eff += t_hw / t_cand;
+      sum_eff += eval::efficiency(t_hw, t_cand);
       log_speed += std::log(t_base / t_cand);
     }
     double mere = 0, mare = 0;
@@ -222,7 +222,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
         .bind(7, run.timing ? run.timing->mad_s * 1e9 : 0.0)
         .bind(8, mere)
         .bind(9, mare)
-        .bind(10, has_time ? t_hw / t_cand : 0.0)
+        .bind(10, has_time ? eval::efficiency(t_hw, t_cand) : 0.0)
         .step();
     op["cases"].push_back({{"id", k.id()},
                            {"describe", k.describe()},

@@ -145,6 +145,13 @@ TEST(Roofline, TheCallFloorIsMeasuredAndSmall) {
   EXPECT_EQ(s, call_floor_seconds());  // measured once per process
 }
 
+TEST(Efficiency, IsTheFloorOverTheTimeAndAtMostOne) {
+  EXPECT_DOUBLE_EQ(efficiency(1, 4), 0.25);
+  EXPECT_DOUBLE_EQ(efficiency(2, 2), 1.0);
+  EXPECT_DOUBLE_EQ(efficiency(3, 2), 1.0);  // timed below the floor: the floor was too high
+  EXPECT_DOUBLE_EQ(efficiency(1, 0), 0.0);  // no time
+}
+
 TEST(Hap, MatchesTheFormulaAndItsEdges) {
   EXPECT_DOUBLE_EQ(hap(2, 3, 1), 2.0 / 3.0);  // (3-1) / ((2-1) + (3-1))
   EXPECT_DOUBLE_EQ(hap(3, 3, 1), 0.5);        // as fast as the baseline

@@ -167,19 +167,23 @@ RegimesParts regimes_parts(const Knobs& k) {
   }
 }
 
+namespace {
+// A judged case's efficiency as the judge's mean counts it (eval::efficiency): T_HW / T_cand, at most 1.
+double case_efficiency(const nlohmann::json& k) {
+  const double t = k.value("t_cand_s", 0.0);
+  return t > 0 ? std::min(1.0, k.value("t_floor_s", 0.0) / t) : 0.0;
+}
+}  // namespace
+
 std::optional<RegimeSplit> best_split(const nlohmann::json& a, const nlohmann::json& b) {
   struct Point {
     double io, ea, eb;
   };
   if (!a.is_array() || !b.is_array() || a.size() != b.size() || a.empty()) return std::nullopt;
   std::vector<Point> pts;
-  const auto eff = [](const nlohmann::json& k) {
-    const double t = k.value("t_cand_s", 0.0);
-    return t > 0 ? k.value("t_floor_s", 0.0) / t : 0.0;
-  };
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].value("verdict", "") != "pass" || b[i].value("verdict", "") != "pass") return std::nullopt;
-    pts.push_back({a[i].value("io_bytes", 0.0), eff(a[i]), eff(b[i])});
+    pts.push_back({a[i].value("io_bytes", 0.0), case_efficiency(a[i]), case_efficiency(b[i])});
   }
   std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.io < y.io; });
   const double n = double(pts.size());
@@ -209,16 +213,12 @@ std::optional<DtypeSplit> best_dtype_split(const nlohmann::json& a, const nlohma
     int n = 0;
   };
   std::map<DType, Sums> by;
-  const auto eff = [](const nlohmann::json& k) {
-    const double t = k.value("t_cand_s", 0.0);
-    return t > 0 ? k.value("t_floor_s", 0.0) / t : 0.0;
-  };
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].value("verdict", "") != "pass" || b[i].value("verdict", "") != "pass") return std::nullopt;
     const std::optional<DType> d = parse_dtype(a[i].value("dtype", ""));
     if (!d || b[i].value("dtype", "") != a[i].value("dtype", "")) return std::nullopt;
     Sums& s = by[*d];
-    s.a += eff(a[i]), s.b += eff(b[i]), ++s.n;
+    s.a += case_efficiency(a[i]), s.b += case_efficiency(b[i]), ++s.n;
   }
   DtypeSplit out;
   double sum = 0;
