@@ -133,8 +133,12 @@ class Lowering {
     return o_.threads > 0 ? fmt::format(" num_threads({})", o_.threads) : "";
   }
   // The clause names `parallel`: on `parallel for simd`, an unqualified `if` applies to the simd part too
-  // (OpenMP 5.0), and GCC then runs the loop below the threshold as scalar code.
-  std::string work_if(const std::string& work) const {
+  // (OpenMP 5.0), and GCC then runs the loop below the threshold as scalar code. The work is recorded, in
+  // size symbols (`in_sizes` when `work` names locals of the nest), for the serial dispatch in cake_run.
+  std::string work_if(const std::string& work, const std::string& in_sizes = "") {
+    const std::string& w = in_sizes.empty() ? work : in_sizes;
+    if (std::find(region_work_.begin(), region_work_.end(), w) == region_work_.end())
+      region_work_.push_back(w);
     return fmt::format(" if(parallel: ({}) >= INT64_C({}))", work, o_.parallel_min_work);
   }
   std::string extents_product(const Stmt& s, int from, int to) const;
@@ -199,6 +203,7 @@ class Lowering {
   std::vector<int> scratch_slot_;
   int next_scratch_ = 0;
   std::string block_row_;  // while a row block is emitted: the row's index within it (row-local offsets)
+  std::vector<std::string> region_work_;  // each OpenMP region's work, in size symbols (work_if)
 };
 
 // Statement s may join group g with shared prefix p when its first p axes have the same extents as the
@@ -944,7 +949,7 @@ std::string Lowering::emit_scatter_rows(int si) {
 )",
       te::print_stmt(s), points, dim(id, 0), numel(id, 1), to, at, order, runs, unflatten("sr_r", "      "),
       target_pre, target, o_.threads > 0 ? std::to_string(o_.threads) : "omp_get_max_threads()", d1, d1,
-      omp_threads(), work_if(fmt::format("INT64_C(1) * {} * sr_row", points)), acc_t, acc_t, acc,
+      omp_threads(), work_if(fmt::format("INT64_C(1) * {} * {}", points, numel(id, 1))), acc_t, acc_t, acc,
       simd.empty() ? "" : "          " + simd, store(id, "e", "0"), d1, d1, d1,
       simd.empty() ? "" : "        " + simd, acc_t, unflatten("sr_order[q]", "          "), prefetch, loops,
       simd.empty() ? "" : "        " + simd, store(id, "v * sr_row + e", "sr_acc[e]"));
@@ -1134,8 +1139,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   std::string nb = "INT64_C(1)";
   for (int b = 0; b < n - 2; ++b) nb += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
   out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
-  out +=
-      fmt::format("    #pragma omp parallel{}{}\n    {{\n", omp_threads(), work_if("nbatch * cI * cJ * cK"));
+  out += fmt::format(
+      "    #pragma omp parallel{}{}\n    {{\n", omp_threads(),
+      work_if("nbatch * cI * cJ * cK", fmt::format("{} * {} * {} * {}", nb, ext_i, ext_j, ext_k)));
   if (dot) {
     out += fmt::format("      {}* bp = cake_scratch<{}>({}, kDot ? 0 : (size_t)(cK * NR));\n", acc_t, acc_t,
                        next_scratch_++);
@@ -1567,15 +1573,24 @@ std::string Lowering::run(const std::string& header) {
       n += " + " + numel(static_cast<int>(t));
     }
     src += fmt::format("  const int64_t io_elements = {};\n", n);
+    // Every region below its parallel threshold (a gather from a large table, an elementwise case of a
+    // few thousand elements): entering even a one-thread region costs about 1.5 µs, so the serial copy runs.
+    std::string serial = fmt::format("io_elements < INT64_C({})", o_.serial_below);
+    if (!region_work_.empty() && o_.parallel_min_work > 0) {
+      serial += " || (true";
+      for (const std::string& w : region_work_)
+        serial += fmt::format(" && ({}) < INT64_C({})", w, o_.parallel_min_work);
+      serial += ")";
+    }
+    src += fmt::format("  const bool serial = {};\n", serial);
   }
   src += "  switch (op_dtype) {\n";
   for (DType d : k.dtypes) {
     const char* io = d == DType::bf16 ? "io_bf16" : d == DType::f16 ? "io_f16" : "io_f32";
     if (o_.serial_below > 0) {
       src += fmt::format(
-          "    case {}: return io_elements < INT64_C({}) ? compute_serial<{}>(in, out{}) : compute<{}>(in, "
-          "out{});\n",
-          static_cast<int>(d), o_.serial_below, io, call_args, io, call_args);
+          "    case {}: return serial ? compute_serial<{}>(in, out{}) : compute<{}>(in, out{});\n",
+          static_cast<int>(d), io, call_args, io, call_args);
     } else {
       src += fmt::format("    case {}: return compute<{}>(in, out{});\n", static_cast<int>(d), io, call_args);
     }

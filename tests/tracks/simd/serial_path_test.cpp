@@ -1,7 +1,7 @@
 // The simd track's shape-regime dispatch (knob serial_below): below the threshold a copy of the kernel
 // without OpenMP regions runs. Both copies must pass the gate: the standard cases span both sides of the
-// threshold, on a fused row nest, a contraction, a scatter and a scan. The parallel copy's work threshold
-// leaves its loops vectorized.
+// threshold, on a fused row nest, a contraction, a scatter and a scan. The serial copy also runs when no
+// region would use a second thread. The parallel copy's work threshold leaves its loops vectorized.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -75,6 +75,37 @@ TEST(ParallelThreshold, AppliesToThreadsOnlyNotToVectors) {
       EXPECT_NE(line.find(" if(parallel: "), std::string::npos) << op << ": " << line;
     }
     EXPECT_GT(clauses, 0) << op;
+  }
+}
+
+// The serial copy also runs when every OpenMP region would stay on one thread (its work below
+// parallel_min_work) however many elements the I/O holds: a gather of a few rows from a large table, an
+// elementwise case of a few thousand elements. Entering a region, even a one-thread one, cost ~1.3 us
+// (index_select f32 D=1 K=1 V=8192: 1.3 -> 0.03 us). The condition names each region's work in size
+// symbols, never the nest's locals, and not the table's size.
+TEST(SerialPath, RunsWhenEveryRegionIsBelowItsThreshold) {
+  for (const std::string op : {"index_select", "softmax", "matmul", "scatter_add"}) {
+    const CheckedContract c =
+        load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op + ".yaml")).string());
+    const tracks::Artifact a = tracks::find_track("simd")->lower(c, machine(), tracks::Knobs{});
+    const std::string& src = a.files.front().text;
+    const size_t at = src.find("const bool serial = ");
+    ASSERT_NE(at, std::string::npos) << op;
+    const std::string cond = src.substr(at, src.find('\n', at) - at);
+    EXPECT_NE(cond.find("io_elements < INT64_C(4096) || (true && "), std::string::npos) << cond;
+    for (const char* local : {"cI", "nbatch", "sr_"}) EXPECT_EQ(cond.find(local), std::string::npos) << cond;
+    const std::string body = src.substr(src.find("int compute("), src.find("int compute_serial("));
+    int regions = 0;
+    for (size_t p = body.find(" if(parallel: ("); p != std::string::npos;
+         p = body.find(" if(parallel: (", p + 1)) {
+      const size_t from = p + 15, to = body.find(") >= INT64_C(32768))", from);
+      const std::string work = body.substr(from, to - from);
+      ++regions;
+      if (work.find("cI") != std::string::npos) continue;  // the contraction's, named by locals
+      EXPECT_NE(cond.find("(" + work + ") < INT64_C(32768)"), std::string::npos) << op << ": " << work;
+    }
+    EXPECT_GT(regions, 0) << op;
+    if (op == "index_select") EXPECT_EQ(cond.find("s_V"), std::string::npos) << cond;
   }
 }
 
