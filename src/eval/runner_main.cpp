@@ -205,13 +205,6 @@ uint64_t hash_bytes(const void* p, size_t n) {
   return h ^ n;
 }
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 struct Runner {
   fs::path dir;
   json req;
@@ -292,18 +285,16 @@ struct Runner {
   }
 
   void time_kernel(const std::vector<cake::Tensor>& first) {
-    const double bytes = cake::cases::case_bytes(c, k), flops = cake::cases::case_flops(c, k);
     size_t in_bytes = 0;
     for (const cake::Tensor& t : first) in_bytes += t.nbytes();
-    constexpr double kMiB = 1 << 20;
-    const bool memory_bound = bytes > 0 && flops / bytes < 4.0;
-    size_t n = 1;
-    if (req.value("rotate", true) && memory_bound && static_cast<double>(in_bytes) >= kMiB)
-      n = static_cast<size_t>(std::ceil(64 * kMiB / static_cast<double>(in_bytes))) + 1;
+    const size_t n = req.value("rotate", true) ? cake::eval::input_sets(cake::cases::case_flops(c, k),
+                                                                        cake::cases::case_bytes(c, k),
+                                                                        static_cast<double>(in_bytes))
+                                               : 1;
     std::vector<std::vector<cake::Tensor>> pool;
     for (size_t i = 1; i < n; ++i) {
       cake::cases::Case kp = k;
-      kp.seed = mix64(k.seed + 0x1000 + i);
+      kp.seed = cake::eval::input_set_seed(k.seed, i);
       pool.push_back(cake::cases::make_inputs(c, kp));
     }
     std::vector<std::vector<cake_tensor>> ti(n);
@@ -323,7 +314,7 @@ struct Runner {
     o.max_seconds = tj.at("max_seconds");
     int bad = 0;
     const auto call = [&](int rep) {
-      const size_t s = rep < 0 ? static_cast<size_t>(-1 - rep) % n : static_cast<size_t>(rep) % n;
+      const size_t s = cake::eval::input_set_of(rep, n);
       const int st = fn(ti[s].data(), static_cast<int>(ti[s].size()), to.data(), static_cast<int>(to.size()),
                         params.data(), static_cast<int>(params.size()));
       if (st != 0 && bad == 0) bad = st;

@@ -10,6 +10,20 @@
 
 namespace cake::eval {
 
+size_t input_sets(double flops, double bytes, double input_bytes) {
+  constexpr double kMiB = 1 << 20;
+  const bool memory_bound = bytes > 0 && flops / bytes < 4.0;
+  if (!memory_bound || input_bytes < kMiB) return 1;
+  return static_cast<size_t>(std::ceil(64 * kMiB / input_bytes)) + 1;
+}
+
+uint64_t input_set_seed(uint64_t seed, size_t i) {
+  uint64_t x = seed + 0x1000 + i + 0x9e3779b97f4a7c15ull;  // splitmix64
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 nlohmann::json Timing::to_json() const {
   return {{"median_s", median_s}, {"min_s", min_s}, {"mad_s", mad_s}, {"reps", reps}};
 }

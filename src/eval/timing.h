@@ -4,6 +4,8 @@
 // between repetitions is the same for both: with rotation, repetition r uses input set r mod pool size.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +27,18 @@ struct Timing {
   int reps = 0;
   nlohmann::json to_json() const;
 };
+
+// How many input sets a case's repetitions rotate over: for a memory-bound case (under 4 flops per byte of
+// compulsory traffic) with at least 1 MiB of inputs, enough that together they exceed 64 MiB, so every call
+// reads its inputs from DRAM; 1 otherwise. The candidate (cake-runner) and the baseline
+// (cake-torch-baseline) both rotate by it, so they are timed from the same cache state.
+size_t input_sets(double flops, double bytes, double input_bytes);
+// The case seed of extra input set i (i >= 1) of a case whose inputs have seed `seed`.
+uint64_t input_set_seed(uint64_t seed, size_t i);
+// Set s of n for timed call `rep` (warm-up calls, rep < 0, take the sets from the start as well).
+inline size_t input_set_of(int rep, size_t n) {
+  return rep < 0 ? static_cast<size_t>(-1 - rep) % n : static_cast<size_t>(rep) % n;
+}
 
 // Times call(rep) (rep = 0, 1, ... counts timed calls; warm-up calls get rep = -1 - i).
 Timing time_calls(const std::function<void(int rep)>& call, const TimingOptions& o = {});
