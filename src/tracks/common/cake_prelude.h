@@ -68,9 +68,15 @@ static inline uint16_t cake_f32_to_f16(float f) {
   memcpy(&sub, &sum, 4);
   sub -= 0x3f000000u;
   const uint32_t norm = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13; /* round to nearest even */
-  uint32_t o = a < 0x38800000u ? sub : norm;
-  o = a >= 0x477ff000u ? 0x7c00u : o; /* rounds to >= 65520: infinity */
-  o = a > 0x7f800000u ? 0x7e00u : o;  /* NaN: quiet */
+  /* The choices as masks, not selects: GCC 12 narrows a chain of selects ending in a 16-bit result to
+     16-bit lanes and then gives up vectorizing it (f32 -> f16 cast, in cache: 1.09 -> 0.18 ns per element);
+     bit-identical to the selects over every input. */
+  const uint32_t m_sub = 0u - (uint32_t)(a < 0x38800000u);
+  const uint32_t m_inf = 0u - (uint32_t)(a >= 0x477ff000u); /* rounds to >= 65520: infinity */
+  const uint32_t m_nan = 0u - (uint32_t)(a > 0x7f800000u);  /* NaN: quiet */
+  uint32_t o = (sub & m_sub) | (norm & ~m_sub);
+  o = (0x7c00u & m_inf) | (o & ~m_inf);
+  o = (0x7e00u & m_nan) | (o & ~m_nan);
   return (uint16_t)(sign | o);
 }
 
