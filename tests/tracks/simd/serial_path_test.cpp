@@ -23,6 +23,13 @@ const target::MachineInfo& machine() {
   return m;
 }
 
+// The simd source of bench operator `op` at default knobs.
+std::string default_source(const std::string& op) {
+  const CheckedContract c =
+      load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op + ".yaml")).string());
+  return tracks::find_track("simd")->lower(c, machine(), tracks::Knobs{}).files.front().text;
+}
+
 class SerialPath : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SerialPath, BothRegimesPassTheGate) {
@@ -62,10 +69,7 @@ INSTANTIATE_TEST_SUITE_P(Nests, SerialPath, ::testing::Values("softmax", "matmul
 // element as scalar code, 7x slower (f32 N=2048 D=1: 20 -> 2.9 us). Every threshold names `parallel`.
 TEST(ParallelThreshold, AppliesToThreadsOnlyNotToVectors) {
   for (const std::string op : {"gelu", "silu", "softmax", "matmul"}) {
-    const CheckedContract c =
-        load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op + ".yaml")).string());
-    const tracks::Artifact a = tracks::find_track("simd")->lower(c, machine(), tracks::Knobs{});
-    const std::string& src = a.files.front().text;
+    const std::string src = default_source(op);
     int clauses = 0;
     for (size_t at = src.find("#pragma omp parallel"); at != std::string::npos;
          at = src.find("#pragma omp parallel", at + 1)) {
@@ -85,10 +89,7 @@ TEST(ParallelThreshold, AppliesToThreadsOnlyNotToVectors) {
 // symbols, never the nest's locals, and not the table's size.
 TEST(SerialPath, RunsWhenEveryRegionIsBelowItsThreshold) {
   for (const std::string op : {"index_select", "softmax", "matmul", "scatter_add"}) {
-    const CheckedContract c =
-        load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op + ".yaml")).string());
-    const tracks::Artifact a = tracks::find_track("simd")->lower(c, machine(), tracks::Knobs{});
-    const std::string& src = a.files.front().text;
+    const std::string src = default_source(op);
     const size_t at = src.find("const bool serial = ");
     ASSERT_NE(at, std::string::npos) << op;
     const std::string cond = src.substr(at, src.find('\n', at) - at);
