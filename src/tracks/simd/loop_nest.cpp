@@ -82,13 +82,21 @@ struct Group {
   int prefix = 0;
 };
 
-// A matmul-like statement: `reduce` = sum(k: a * b) with a indexed by (batch.., i, k) and b by (batch.., k,
-// j).
+// A matmul-like statement: `reduce` = sum(k..: a * b). C's rows are domain axis `row`, its columns the
+// domain axes after it (flattened row-major), its batch the axes before it; the reduction variables `k`,
+// flattened row-major, are the contraction axis. a is a plain read that indexes the rows, no column axis,
+// and the k variables as one run of consecutive axes in their order (so flattened k has one stride in a);
+// b does not index the rows. In the classic form (one k, one column axis, b a plain read) B is packed by
+// strides or read in place; otherwise b is evaluated while packing (convolution's window of a padded
+// input: y[n, o, i, j] = Σ_{c,ky,kx} w[o, c, ky, kx] · x?[n, c, i·S + ky − P, j·S + kx − P], an implicit
+// GEMM of O × (Ho·Wo) × (C·KH·KW) per image).
 struct Contraction {
   const Expr* reduce = nullptr;
   const Expr* a = nullptr;
   const Expr* b = nullptr;
-  int k = -1;  // variable slot of the reduction
+  std::vector<int> k;  // variable slots of the reduction, outermost first
+  int row = -1;
+  bool classic = true;
 };
 
 class Lowering {
@@ -144,12 +152,19 @@ class Lowering {
   std::string extents_product(const Stmt& s, int from, int to) const;
 
   std::string emit_group(const Group& g);
+  std::string emit_loops(const Group& g);
   std::vector<std::string> unit_row_sizes(const Group& g) const;
   std::string unit_dispatch(const std::vector<std::string>& unit,
                             const std::function<std::string(bool)>& nest);
   std::string emit_fused_rows(const Group& g, bool unit);
   std::optional<Contraction> match_contraction(const Group& g) const;
   std::string emit_contraction(const Group& g, const Contraction& mm);
+  std::string pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind);
+  std::string k_loops(const Stmt& s, const Contraction& mm, std::string& in) const;
+  std::string decode_columns(const Group& g, const Contraction& mm, const std::string& ind);
+  bool windowed(const Group& g, const Contraction& mm);
+  std::string window_table(const Group& g, const Contraction& mm, const std::string& ind);
+  std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
@@ -486,6 +501,18 @@ std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int 
   }
   return std::nullopt;
 }
+
+// Narrows [lo, hi) (the C variables named) to the j where the index c·j + o (co) lies in [0, extent):
+// ceil(−o / c) <= j <= floor((extent − 1 − o) / c) when c > 0; empty otherwise.
+std::string narrow_to_interior(const std::pair<std::string, std::string>& co, const std::string& extent,
+                               const std::string& lo, const std::string& hi, const std::string& ind) {
+  std::string out = fmt::format("{}{{\n{}  const int64_t c = {}, o = {};\n", ind, ind, co.first, co.second);
+  out += fmt::format("{}  if (c > 0) {{\n", ind);
+  out += fmt::format("{}    {} = cake_max64({}, -cake_floordiv(o, c));\n", ind, lo, lo);
+  out += fmt::format("{}    {} = cake_min64({}, cake_floordiv({} - 1 - o, c) + 1);\n", ind, hi, hi, extent);
+  out += fmt::format("{}  }} else {{\n{}    {} = 0;\n{}  }}\n{}}}\n", ind, ind, hi, ind, ind);
+  return out;
+}
 }  // namespace
 
 // The one float sum / max / min of statement si's right-hand side when interchanging it with the
@@ -701,13 +728,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
       affine = false;
       return false;
     }
-    const std::string extent = emit_size_expr(*tensor(e.slot).dims.back());
-    bounds += fmt::format("{}{{\n", ind);
-    bounds += fmt::format("{}  const int64_t c = {}, o = {};\n", ind, co->first, co->second);
-    bounds += fmt::format("{}  if (c > 0) {{\n", ind);
-    bounds += fmt::format("{}    lo = cake_max64(lo, -cake_floordiv(o, c));\n", ind);
-    bounds += fmt::format("{}    hi = cake_min64(hi, cake_floordiv({} - 1 - o, c) + 1);\n", ind, extent);
-    bounds += fmt::format("{}  }} else {{\n{}    hi = 0;\n{}  }}\n{}}}\n", ind, ind, ind, ind);
+    bounds += narrow_to_interior(*co, emit_size_expr(*tensor(e.slot).dims.back()), "lo", "hi", ind);
     return false;
   });
   if (affine && !bounds.empty()) {
@@ -1052,42 +1073,245 @@ std::optional<Contraction> Lowering::match_contraction(const Group& g) const {
   });
   if (reds.size() != 1) return std::nullopt;
   const Expr& r = *reds[0];
-  if (r.reduce != te::ReduceOp::Sum || r.rvars.size() != 1 || r.rvars[0].lo) return std::nullopt;
+  if (r.reduce != te::ReduceOp::Sum) return std::nullopt;
+  std::vector<int> ks;
+  for (const te::ReduceVar& rv : r.rvars) {
+    if (rv.lo || rv.hi) return std::nullopt;
+    ks.push_back(rv.slot);
+  }
   const Expr& body = *r.args[0];
-  if (body.kind != ExprKind::Binary || body.op == te::Op::Mod || body.op != te::Op::Mul) return std::nullopt;
-  const int k = r.rvars[0].slot, i = n - 2, j = n - 1;
-  auto plain = [&](const Expr& x) {
-    if (x.kind != ExprKind::Read || x.padded || x.type != te::Type::Float) return false;
+  if (body.kind != ExprKind::Binary || body.op != te::Op::Mul) return std::nullopt;
+  const auto is_k = [&](int slot) { return std::find(ks.begin(), ks.end(), slot) != ks.end(); };
+  const auto operand = [&](const Expr& x) {
+    if (x.kind != ExprKind::Read || x.type != te::Type::Float || te::contains(x, ExprKind::Reduce))
+      return false;
     const Storage st = storage_[static_cast<size_t>(x.slot)];
-    if (st != Storage::Input && st != Storage::Buffer) return false;
+    return st == Storage::Input || st == Storage::Buffer;
+  };
+  const auto plain = [&](const Expr& x) {
+    if (!operand(x) || x.padded) return false;
     std::set<int> seen;
     for (const te::ExprPtr& ix : x.args) {
-      if (ix->kind != ExprKind::Var || !seen.insert(ix->slot).second || (ix->slot >= n && ix->slot != k))
+      if (ix->kind != ExprKind::Var || !seen.insert(ix->slot).second || (ix->slot >= n && !is_k(ix->slot)))
         return false;
     }
     return true;
   };
-  auto uses = [](const Expr& x, int slot) {
-    for (const te::ExprPtr& ix : x.args)
-      if (ix->slot == slot) return true;
-    return false;
+  const auto uses = [](const Expr& x, int slot) {
+    return te::any_of(x, [&](const Expr& e) { return e.kind == ExprKind::Var && e.slot == slot; });
+  };
+  const auto as = [&](const Expr* a, const Expr* b) -> std::optional<Contraction> {
+    if (!plain(*a) || !operand(*b)) return std::nullopt;
+    int row = -1;
+    std::vector<int> kpos;  // the axes of a the k variables index, in their order
+    for (size_t p = 0; p < a->args.size(); ++p) {
+      const int slot = a->args[p]->slot;
+      if (slot < n) row = std::max(row, slot);
+    }
+    for (int kv : ks) {
+      for (size_t p = 0; p < a->args.size(); ++p)
+        if (a->args[p]->slot == kv) kpos.push_back(static_cast<int>(p));
+    }
+    if (row < 0 || row > n - 2 || uses(*b, row) || kpos.size() != ks.size()) return std::nullopt;
+    for (size_t m = 1; m < kpos.size(); ++m)
+      if (kpos[m] != kpos[m - 1] + 1) return std::nullopt;
+    const bool classic = ks.size() == 1 && row == n - 2 && plain(*b);
+    return Contraction{&r, a, b, ks, row, classic};
   };
   const Expr* x = body.args[0].get();
   const Expr* y = body.args[1].get();
-  if (!plain(*x) || !plain(*y)) return std::nullopt;
-  if (uses(*y, i) && !uses(*y, j)) std::swap(x, y);
-  if (!(uses(*x, i) && uses(*x, k) && !uses(*x, j) && uses(*y, k) && uses(*y, j) && !uses(*y, i)))
-    return std::nullopt;
-  return Contraction{&r, x, y, k};
+  if (auto mm = as(x, y)) return mm;
+  return as(y, x);
+}
+
+// The loops over the reduction variables of mm, outermost first, each at `in` and 2 more spaces per level
+// (in is advanced past them); k counts the iterations in the body.
+std::string Lowering::k_loops(const Stmt& s, const Contraction& mm, std::string& in) const {
+  std::string out;
+  for (int kv : mm.k) {
+    const std::string v = var_id(s.vars[static_cast<size_t>(kv)]);
+    out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{})\n", in, v, v,
+                       emit_size_expr(*s.var_extent[static_cast<size_t>(kv)]), v);
+    in += "  ";
+  }
+  return out;
+}
+
+// The packing of a panel of B (columns j0 + c, c < NR, zero from jn on) when b is evaluated (not the
+// classic form): the column variables of each panel column are decoded once, the k variables once per k,
+// and b's expression is evaluated across the panel's columns in vector lanes (a padded window read becomes
+// masked gathers).
+std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain;
+  const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
+  std::string out = ind + "{\n";
+  for (int a = 0; a < mm.row; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var(a), a);
+  out += ind + "  int64_t k = 0;\n";
+  std::string in = ind + "  ";
+  out += k_loops(s, mm, in);
+  out += in + "{\n";
+  out += in + (o_.vectorize ? "  #pragma omp simd\n" : "");
+  out += in + "  for (int64_t c = 0; c < NR; ++c) {\n";
+  for (int a = mm.row + 1; a < n; ++a)
+    out += fmt::format("{}    const int64_t {} = colv{}[c];\n", in, var(a), a);
+  CppExprEmitter em = emitter(s);
+  std::string pre;
+  const std::string value = em.emit(*mm.b, pre, in + "    ");
+  out += pre;
+  out += fmt::format("{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n", in, acc_, value, acc_);
+  out += in + "  }\n" + in + "  ++k;\n" + in + "}\n" + ind + "}\n";
+  return out;
+}
+
+// Whether b reads a window along the last column axis j (convolution's x?[.., j·S + kx − P]): j only in
+// b's last index, affinely, with that index using no other domain variable and no data. Then each run of a
+// panel's columns with one value of the other column variables packs as a strided copy along j, whose
+// in-range interior depends on the k variables alone (a table per k), with vector loads instead of
+// gathers.
+bool Lowering::windowed(const Group& g, const Contraction& mm) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain, j = n - 1;
+  const Expr& b = *mm.b;
+  if (b.args.empty() || !uses_var(*b.args.back(), j) || te::contains(*b.args.back(), ExprKind::Read))
+    return false;
+  for (size_t p = 0; p + 1 < b.args.size(); ++p)
+    if (uses_var(*b.args[p], j)) return false;
+  const bool other = te::any_of(
+      *b.args.back(), [&](const Expr& e) { return e.kind == ExprKind::Var && e.slot != j && e.slot < n; });
+  CppExprEmitter em = emitter(s);
+  std::string pre, stride;
+  return !other && affine_in(*b.args.back(), j, em, pre, "", &stride).has_value();
+}
+
+// Per k (row-major over the k variables), the interior [lo, hi) of j where b's padded last index is in
+// range, as kwin[2k], kwin[2k + 1]: ceil(−o / c) <= j <= floor((W − 1 − o) / c) for the index c·j + o.
+std::string Lowering::window_table(const Group& g, const Contraction& mm, const std::string& ind) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int j = s.n_domain - 1;
+  const std::string ext_j = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]);
+  std::string out =
+      fmt::format("{}int64_t* kwin = cake_scratch<int64_t>({}, (size_t)(2 * cK));\n", ind, next_scratch_++);
+  out += ind + "{\n" + ind + "  int64_t k = 0;\n";
+  std::string in = ind + "  ";
+  out += k_loops(s, mm, in);
+  CppExprEmitter em = emitter(s);
+  std::string pre, stride;
+  const auto co = affine_in(*mm.b->args.back(), j, em, pre, in + "  ", &stride);
+  const std::string extent = emit_size_expr(*tensor(mm.b->slot).dims.back());
+  out += in + "{\n" + pre + fmt::format("{}  int64_t wlo = 0, whi = {};\n", in, ext_j);
+  out += narrow_to_interior(*co, extent, "wlo", "whi", in + "  ");
+  out += fmt::format("{}  wlo = cake_min64(wlo, {});\n", in, ext_j);
+  out += fmt::format("{}  kwin[2 * k] = wlo;\n{}  kwin[2 * k + 1] = cake_max64(whi, wlo);\n{}  ++k;\n", in,
+                     in, in);
+  out += in + "}\n" + ind + "}\n";
+  return out;
+}
+
+// The window packing of a panel (windowed): per k, each run of columns [seg[g], seg[g + 1]) with one value
+// of the other column variables is j over [ja, jb): edges with their bounds tests, the interior without,
+// strides 1 and 2 as constants (permutes instead of gathers).
+std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const std::string& ind) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain, j = n - 1;
+  const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
+  const std::string ext_j = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]), jv = var(j);
+  std::string out = ind + "{\n";
+  for (int a = 0; a < mm.row; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var(a), a);
+  out += ind + "  int64_t seg[NR + 1];\n" + ind + "  int nseg = 0;\n";
+  out += fmt::format(
+      "{}  for (int64_t c = 0; c < jn; c += std::min<int64_t>(jn - c, {} - colv{}[c])) seg[nseg++] = c;\n",
+      ind, ext_j, j);
+  out += ind + "  seg[nseg] = jn;\n" + ind + "  int64_t k = 0;\n";
+  std::string in = ind + "  ";
+  out += k_loops(s, mm, in);
+  out += in + "{\n";
+  in += "  ";
+  out += fmt::format("{}{}* prow = bp + k * NR;\n", in, acc_);
+  out += in + "for (int64_t c = jn; c < NR; ++c) prow[c] = 0;\n";
+  out += in + "for (int sg = 0; sg < nseg; ++sg) {\n";
+  in += "  ";
+  for (int a = mm.row + 1; a < j; ++a)
+    out += fmt::format("{}const int64_t {} = colv{}[seg[sg]];\n", in, var(a), a);
+  out += fmt::format("{}const int64_t ja = colv{}[seg[sg]], jb = ja + seg[sg + 1] - seg[sg];\n", in, j);
+  out += fmt::format("{}{}* dst = prow + seg[sg] - ja;\n", in, acc_);
+  if (mm.b->padded) {
+    out += in + "const int64_t lo = cake_min64(cake_max64(kwin[2 * k], ja), jb);\n";
+    out += in + "const int64_t hi = cake_max64(cake_min64(kwin[2 * k + 1], jb), lo);\n";
+  } else {
+    out += in + "const int64_t lo = ja, hi = jb;\n";
+  }
+  const auto step = [&](const std::string& from, const std::string& to, bool interior,
+                        const std::string& i2) {
+    CppExprEmitter em = emitter(s);
+    if (interior) em.assume_in_range_along(j);
+    std::string pre;
+    const std::string value = em.emit(*mm.b, pre, i2 + "  ");
+    return fmt::format("{}{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  dst[{}] = ({}){};\n{}}}\n", i2,
+                       o_.vectorize ? "#pragma omp simd\n" + i2 : "", jv, from, jv, to, jv, pre, i2, jv, acc_,
+                       value, i2);
+  };
+  out += step("ja", "lo", false, in);
+  std::string stride, pre;
+  {
+    CppExprEmitter em = emitter(s);
+    affine_in(*mm.b->args.back(), j, em, pre, in, &stride);
+  }
+  if (!stride.empty() && o_.vectorize) {
+    for (const int k : {1, 2}) {
+      out += fmt::format("{}{}if ({} == {}) {{\n{}  const int64_t {} = {};\n", in, k == 1 ? "" : "} else ",
+                         stride, k, in, stride, k);
+      out += step("lo", "hi", true, in + "  ");
+    }
+    out += in + "} else {\n" + step("lo", "hi", true, in + "  ") + in + "}\n";
+  } else {
+    out += step("lo", "hi", true, in);
+  }
+  out += step("hi", "jb", false, in);
+  in.resize(in.size() - 2);
+  out += in + "}\n" + in + "++k;\n";
+  in.resize(in.size() - 2);
+  out += in + "}\n" + ind + "}\n";
+  return out;
+}
+
+// The column variables of a panel's columns j0 + c (c < NR; past jn, those of the last column), decoded
+// from j0 once and carried along (no division per column).
+std::string Lowering::decode_columns(const Group& g, const Contraction& mm, const std::string& ind) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain;
+  const auto extent = [&](int slot) { return emit_size_expr(*s.var_extent[static_cast<size_t>(slot)]); };
+  std::string out;
+  for (int a = mm.row + 1; a < n; ++a) out += fmt::format("{}int64_t colv{}[NR];\n", ind, a);
+  out += ind + "{\n" + ind + "  int64_t col = j0;\n";
+  for (int a = n - 1; a > mm.row; --a)
+    out += fmt::format("{}  int64_t cur{} = col % {};\n{}  col /= {};\n", ind, a, extent(a), ind, extent(a));
+  out += ind + "  (void)col;\n";
+  out += ind + "  for (int64_t c = 0; c < NR; ++c) {\n";
+  for (int a = mm.row + 1; a < n; ++a) out += fmt::format("{}    colv{}[c] = cur{};\n", ind, a, a);
+  out += ind + "    if (c + 1 >= jn) continue;\n";
+  for (int a = n - 1; a > mm.row; --a) {
+    out += fmt::format("{}    if (++cur{} < {}) continue;\n{}    cur{} = 0;\n", ind, a, extent(a), ind, a);
+  }
+  out += ind + "  }\n" + ind + "}\n";
+  return out;
 }
 
 std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const Stmt& s = stmt(g.stmts.front());
   const int n = s.n_domain;
   const std::string acc_t = acc_;
-  const std::string ext_i = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 2)]);
-  const std::string ext_j = emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]);
-  const std::string ext_k = emit_size_expr(*s.var_extent[static_cast<size_t>(mm.k)]);
+  const auto extent = [&](int slot) { return emit_size_expr(*s.var_extent[static_cast<size_t>(slot)]); };
+  const auto product = [&](int from, int to) {  // of the domain axes [from, to)
+    std::string p = "INT64_C(1)";
+    for (int a = from; a < to; ++a) p += " * " + extent(a);
+    return p;
+  };
+  const std::string ext_i = extent(mm.row);
+  const std::string ext_j = mm.classic ? extent(n - 1) : product(mm.row + 1, n);
+  std::string ext_k = mm.classic ? extent(mm.k[0]) : "INT64_C(1)";
+  if (!mm.classic)
+    for (int kv : mm.k) ext_k += " * " + extent(kv);
   std::string out =
       fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr,
                   o_.nv, tensor(mm.b->slot).name);
@@ -1097,7 +1321,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const auto raw_bf16 = [&](const Expr& rd) {
     return storage_[static_cast<size_t>(rd.slot)] == Storage::Input && !tensor(rd.slot).fixed_dtype;
   };
-  const bool dot = o_.bf16_dot && raw_bf16(*mm.a) && raw_bf16(*mm.b);
+  const bool window = !mm.classic && windowed(g, mm);
+  const bool dot = o_.bf16_dot && mm.classic && raw_bf16(*mm.a) && raw_bf16(*mm.b);
   // Operands read in place, B not packed (docs/tracks.md): matrix times vector and its transpose (one
   // column or one row of C, A and B contiguous along k) as dot products along k, where a register tile
   // would fill one lane or one row; and the full panels of B for an A of at most 4·MR rows. The operands'
@@ -1120,7 +1345,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     }
   };
   const auto [a_ptr, a_src] = in_place(*mm.a);
-  const auto [b_ptr, b_src] = in_place(*mm.b);
+  const auto [b_ptr, b_src] = mm.classic ? in_place(*mm.b) : std::pair<std::string, std::string>{};
   // (An intermediate's buffer holds the compute type, never wider than the accumulation type.) Whether
   // the dot products apply depends on the sizes (matmul's b[k, n] is contiguous along k when N = 1); the
   // in-place panels need B contiguous along j by its layout.
@@ -1136,8 +1361,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += fmt::format("    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", acc_t);
   }
   out += fmt::format("    const int64_t cI = {}, cJ = {}, cK = {};\n", ext_i, ext_j, ext_k);
-  std::string nb = "INT64_C(1)";
-  for (int b = 0; b < n - 2; ++b) nb += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
+  const std::string nb = product(0, mm.row);
   out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
   out += fmt::format(
       "    #pragma omp parallel{}{}\n    {{\n", omp_threads(),
@@ -1152,6 +1376,12 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += fmt::format("      {}* bp = cake_scratch<{}>({}, (size_t)(cK * NR));\n", acc_t, acc_t,
                        next_scratch_++);
   }
+  if (window && mm.b->padded) out += window_table(g, mm, "      ");
+  if (!mm.classic) {  // A packed in the accumulation type, per row tile [k][MR], once per batch it depends on
+    out += fmt::format("      {}* ap = cake_scratch<{}>({}, (size_t)((cI + MR - 1) / MR * MR * cK));\n",
+                       acc_t, acc_t, next_scratch_++);
+    out += "      int64_t ap_batch = -1;\n";
+  }
   out += fmt::format("      alignas(64) {} tile[MR * NR];\n", acc_t);
   for (int si : g.stmts) {
     const int t = stmt(si).tensor;
@@ -1163,9 +1393,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   out += "      for (int64_t bt = 0; bt < nbatch; ++bt)\n      for (int64_t jp = 0; jp < npanel; ++jp) {\n";
   std::string ind = "        ";
   // batch axes from bt (row-major over the batch extents)
-  if (n > 2) {
+  if (mm.row > 0) {
     out += ind + "int64_t rest = bt;\n";
-    for (int b = n - 3; b >= 0; --b) {
+    for (int b = mm.row - 1; b >= 0; --b) {
       const std::string e = emit_size_expr(*s.var_extent[static_cast<size_t>(b)]);
       out += fmt::format("{}const int64_t ax{} = rest % {};\n{}rest /= {};\n", ind, b, e, ind, e);
     }
@@ -1174,13 +1404,15 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   // offsets of the batch part of a and b, and their strides along i / j / k
   auto base = [&](const Expr& rd) {
     std::string o = "INT64_C(0)";
-    for (int b = 0; b < n - 2; ++b) o += fmt::format(" + ax{} * {}", b, var_coefficient(rd, b));
+    for (int b = 0; b < mm.row; ++b) o += fmt::format(" + ax{} * {}", b, var_coefficient(rd, b));
     return o;
   };
   out += fmt::format("{}const int64_t abase = {}, asi = {}, ask = {};\n", ind, base(*mm.a),
-                     var_coefficient(*mm.a, n - 2), var_coefficient(*mm.a, mm.k));
-  out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b),
-                     var_coefficient(*mm.b, n - 1), var_coefficient(*mm.b, mm.k));
+                     var_coefficient(*mm.a, mm.row), var_coefficient(*mm.a, mm.k.back()));
+  if (mm.classic) {
+    out += fmt::format("{}const int64_t bbase = {}, bsj = {}, bsk = {};\n", ind, base(*mm.b),
+                       var_coefficient(*mm.b, n - 1), var_coefficient(*mm.b, mm.k[0]));
+  }
   out += ind + "const int64_t j0 = jp * NR, jn = std::min<int64_t>(NR, cJ - j0);\n";
   // One column of C (A's rows dotted with B's column), or one row of C (B's columns dotted with A's row).
   out += ind + fmt::format("const bool gemv = {};\n", gemv ? "cJ == 1 && ask == 1 && bsk == 1" : "false");
@@ -1192,11 +1424,29 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
                            direct ? fmt::format("!gemv && !gemv_t && cI <= 4 * MR && bsj == 1 && jn == NR{}",
                                                 dot ? " && !kDot" : "")
                                   : "false");
+  if (!mm.classic) {
+    bool batched_a = false;
+    for (int b = 0; b < mm.row; ++b) batched_a = batched_a || uses_var(*mm.a, b);
+    out += fmt::format("{}if (ap_batch != {}) {{\n", ind, batched_a ? "bt" : "0");
+    out += fmt::format("{}  ap_batch = {};\n", ind, batched_a ? "bt" : "0");
+    out += ind + "  for (int64_t i0 = 0; i0 < cI; i0 += MR)\n";
+    out += ind + "    for (int r = 0; r < MR; ++r) {\n";
+    out += ind + "      const int64_t o = abase + std::min<int64_t>(i0 + r, cI - 1) * asi;\n";
+    out += ind + "      for (int64_t k = 0; k < cK; ++k)\n";
+    out += fmt::format("{}        ap[i0 * cK + k * MR + r] = ({}){};\n", ind, acc_t,
+                       access_linear(mm.a->slot, "o + k * ask"));
+    out += ind + "    }\n" + ind + "}\n";
+    out += decode_columns(g, mm, ind);
+  }
   out += ind + "if (!gemv && !gemv_t && !direct) {\n";
-  const std::string pack_b = fmt::format(
-      "{}for (int64_t k = 0; k < cK; ++k)\n{}  for (int64_t c = 0; c < NR; ++c)\n"
-      "{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n",
-      ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
+  const std::string pack_b =
+      window ? pack_b_window(g, mm, ind)
+      : !mm.classic
+          ? pack_b_expr(g, mm, ind)
+          : fmt::format(
+                "{}for (int64_t k = 0; k < cK; ++k)\n{}  for (int64_t c = 0; c < NR; ++c)\n"
+                "{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n",
+                ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
   const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
   if (dot) {
     out += ind + "if constexpr (kDot) {\n";
@@ -1253,8 +1503,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   } else {
     out += ind;
   }
-  const std::string a_elem = fmt::format("[&](int r, int64_t k) {{ return ({}){}; }}", acc_t,
-                                         access_linear(mm.a->slot, "arow[r] + k * ask"));
+  const std::string a_elem = mm.classic ? fmt::format("[&](int r, int64_t k) {{ return ({}){}; }}", acc_t,
+                                                      access_linear(mm.a->slot, "arow[r] + k * ask"))
+                                        : "[&](int r, int64_t k) { return ap[i0 * cK + k * MR + r]; }";
   if (direct) {
     out += "if (direct) {\n";
     // The first row tile of a panel prefetches the panel after next; the last two panels, B's last NR
@@ -1287,7 +1538,12 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   out += ind + "});\n";
   out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
   ind += "    ";
-  out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);
+  if (mm.row == n - 2) {
+    out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);
+  } else {
+    out += fmt::format("{}const int64_t ax{} = i0 + r;\n", ind, mm.row);
+    for (int a = mm.row + 1; a < n; ++a) out += fmt::format("{}const int64_t ax{} = colv{}[c];\n", ind, a, a);
+  }
   out += fmt::format("{}const {} acc = tile[r * NR + c];\n", ind, acc_t);
   for (size_t m = 0; m < g.stmts.size(); ++m) {
     const Stmt& st = stmt(g.stmts[m]);
@@ -1314,7 +1570,24 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
 }
 
 std::string Lowering::emit_group(const Group& g) {
-  if (auto mm = match_contraction(g)) return emit_contraction(g, *mm);
+  if (auto mm = match_contraction(g)) {
+    if (mm->classic) return emit_contraction(g, *mm);
+    // Packing B costs about as much per element as the few rows of C that reuse it: with few rows, the
+    // stencil nest (vectorized along the last axis, no packing) is faster. Measured on conv2d's standard
+    // cases: O = 1, C·KH·KW = 192: 0.36 ms nest, 1.0 ms packed; O = 8, C·KH·KW = 3: 35 µs nest, 74 µs
+    // packed; O = 8, C·KH·KW = 9: 2.9× faster packed (docs/tracks.md).
+    const Stmt& s = stmt(g.stmts.front());
+    std::string k = "INT64_C(1)";
+    for (int kv : mm->k) k += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(kv)]);
+    const std::string rows = emit_size_expr(*s.var_extent[static_cast<size_t>(mm->row)]);
+    return fmt::format("  if ({} >= 4 && {} * {} >= 32) {{\n", rows, rows, k) + emit_contraction(g, *mm) +
+           "  } else {\n" + emit_loops(g) + "  }\n";
+  }
+  return emit_loops(g);
+}
+
+// Group g as loop nests (no contraction skeleton).
+std::string Lowering::emit_loops(const Group& g) {
   const Stmt& first = stmt(g.stmts.front());
   if (g.stmts.size() == 1 && first.accumulate) return emit_accumulate(g.stmts.front());
   std::string out;

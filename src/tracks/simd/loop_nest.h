@@ -10,7 +10,10 @@
 // axis, so the loop over j is the vectorized one instead of a few-tap scalar loop per output. A sum whose
 // upper bound rises with the innermost axis (cumsum: y[n, j] = Σ_{k<=j} x[n, k]) carries a running
 // accumulator along that axis instead of summing each prefix anew. Fused rows may run in blocks
-// (`row_block`): each statement over the block's rows in turn.
+// (`row_block`): each statement over the block's rows in turn. A sum of products (`gemm`) runs on the
+// register-blocked contraction skeleton: matmul's form, and an implicit GEMM whose rows are one domain
+// axis, whose columns are the axes after it and whose k is several reduction variables (convolution: O ×
+// Ho·Wo × C·KH·KW per image, its padded input window packed by strided copies).
 #pragma once
 
 #include <string>
@@ -34,8 +37,8 @@ struct LoopNestOptions {
   int threads = 0;  // OpenMP threads; 0 = all
   int64_t parallel_min_work = 32768;  // run a nest serially below this many points
   int64_t serial_below = 0;  // below this many I/O elements, a copy of the kernel without OpenMP regions runs
-  bool gemm =
-      true;  // contractions C[.., i, j] = Σ_k A·B (+ elementwise epilogue) use the register-blocked skeleton
+  // Contractions C[.., i, cols..] = Σ_{k..} A·B (+ elementwise epilogue) use the register-blocked skeleton.
+  bool gemm = true;
   int mr = 6;  // its tile: rows of C
   int nv = 2;  // its tile: vectors of C per row
   // A fused group over one leading axis runs each statement over a block of this many rows before the

@@ -1,5 +1,6 @@
 // Support for the simd tests that build one contract twice, with different knobs, and compare the two
-// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test, in_place_test), or that
+// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test, in_place_test,
+// implicit_gemm_test), or that
 // edit a bench contract (bf16_dot_test, in_place_test).
 #pragma once
 
@@ -52,14 +53,10 @@ inline bool same_bits(const Tensor& a, const Tensor& b, int64_t i) {
   return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
 }
 
-// Runs kernels a and b on case k's inputs, with NaNs and -infs sprinkled into its first float input (they
-// must propagate alike): empty when every output element has the same bits, else where the first differs.
-inline std::string first_difference(const build::Kernel& a, const build::Kernel& b, const CheckedContract& c,
-                                    const cases::Case& k) {
-  std::vector<Tensor> in = cases::make_inputs(c, k);
-  Tensor& x = in[in[0].dtype() == DType::i64 ? 1 : 0];
-  for (int64_t i = 3; i < x.numel(); i += 101) x.set(i, std::nan(""));
-  for (int64_t i = 5; i < x.numel(); i += 211) x.set(i, -INFINITY);
+// Runs kernels a and b on inputs `in` of case k: empty when every output element has the same bits, else
+// where the first differs.
+inline std::string difference_on(const build::Kernel& a, const build::Kernel& b, const CheckedContract& c,
+                                 const cases::Case& k, const std::vector<Tensor>& in) {
   std::vector<Tensor> out_a = cases::make_outputs(c, k), out_b = cases::make_outputs(c, k);
   const std::vector<double> params = cases::kernel_params(c, k);
   if (const int e = a.run(in, out_a, params); e != 0)
@@ -75,6 +72,29 @@ inline std::string first_difference(const build::Kernel& a, const build::Kernel&
     }
   }
   return "";
+}
+
+// difference_on case k's inputs with NaNs and -infs sprinkled into its first float input (they must
+// propagate alike).
+inline std::string first_difference(const build::Kernel& a, const build::Kernel& b, const CheckedContract& c,
+                                    const cases::Case& k) {
+  std::vector<Tensor> in = cases::make_inputs(c, k);
+  Tensor& x = in[in[0].dtype() == DType::i64 ? 1 : 0];
+  for (int64_t i = 3; i < x.numel(); i += 101) x.set(i, std::nan(""));
+  for (int64_t i = 5; i < x.numel(); i += 211) x.set(i, -INFINITY);
+  return difference_on(a, b, c, k, in);
+}
+
+// difference_on small-integer inputs: every product and partial sum is exact, so any order of the sums
+// gives the same bits.
+inline std::string first_exact_difference(const build::Kernel& a, const build::Kernel& b,
+                                          const CheckedContract& c, const cases::Case& k) {
+  std::vector<Tensor> in = cases::make_inputs(c, k);
+  for (size_t t = 0; t < in.size(); ++t) {
+    for (int64_t i = 0; i < in[t].numel(); ++i)
+      in[t].set(i, static_cast<double>((i * 7 + static_cast<int64_t>(t)) % 9) - 4);
+  }
+  return difference_on(a, b, c, k, in);
 }
 
 }  // namespace cake::testing_simd
