@@ -1536,7 +1536,23 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   }
   ind.resize(ind.size() - 2);
   out += ind + "});\n";
-  out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
+  // The output's row-major offset is the domain's, so a panel's columns are contiguous in it: with the
+  // columns decoded from arrays, one statement storing directly stores at a row's offset plus c, in vector
+  // lanes (not one scalar store per element).
+  const bool flat_store = !mm.classic && g.stmts.size() == 1 &&
+                          storage_[static_cast<size_t>(s.tensor)] == Storage::Direct && o_.vectorize;
+  if (flat_store) {
+    std::vector<std::string> at_j0;
+    for (int a = 0; a < n; ++a)
+      at_j0.push_back(a < mm.row    ? fmt::format("ax{}", a)
+                      : a == mm.row ? "(i0 + r)"
+                                    : fmt::format("colv{}[0]", a));
+    out += ind + "for (int64_t r = 0; r < in; ++r) {\n";
+    out += fmt::format("{}  const int64_t ybase = {};\n", ind, linear(s.tensor, at_j0, 0));
+    out += ind + "  #pragma omp simd\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
+  } else {
+    out += ind + "for (int64_t r = 0; r < in; ++r)\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
+  }
   ind += "    ";
   if (mm.row == n - 2) {
     out += fmt::format("{}const int64_t ax{} = i0 + r, ax{} = j0 + c;\n", ind, n - 2, n - 1);
@@ -1558,14 +1574,17 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     idx.reserve(static_cast<size_t>(n));
     for (int a = 0; a < n; ++a) idx.push_back(var_id(st.vars[static_cast<size_t>(a)]));
     out += pre;
-    if (storage_[static_cast<size_t>(st.tensor)] == Storage::Direct) {
+    if (flat_store) {
+      out += ind + "  " + store(st.tensor, "ybase + c", value) + "\n";
+    } else if (storage_[static_cast<size_t>(st.tensor)] == Storage::Direct) {
       out += ind + "  " + store(st.tensor, linear(st.tensor, idx, 0), value) + "\n";
     } else {
       out += fmt::format("{}  {} = ({}){};\n", ind, access(st.tensor, idx, 0), elem_type(st.tensor), value);
     }
     out += ind + "}\n";
   }
-  out += "          }\n        }\n      }\n    }\n  }\n";
+  out += std::string(flat_store ? "          }\n          }\n" : "          }\n") +
+         "        }\n      }\n    }\n  }\n";
   return out;
 }
 
