@@ -117,6 +117,11 @@ bool CppExprEmitter::hoistable(const Expr& e) const {
 
 std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::string& ind_in) {
   const TensorInfo& t = c_.tensors.at(static_cast<size_t>(e.slot));
+  if (const auto region = region_in_.find(&e); e.padded && region != region_in_.end() && !region->second) {
+    const std::string pad =
+        e.pad_value ? emit(*e.pad_value, pre_in, ind_in) : "0";  // out of range throughout
+    return fmt::format("(({}){})", type_of(e.type), pad);
+  }
   const bool hoist = hoistable(e);
   std::string& pre = hoist ? *hoist_ : pre_in;
   const std::string& ind = hoist ? hoist_indent_ : ind_in;
@@ -127,9 +132,17 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
   for (size_t k = 0; k < e.args.size(); ++k) {
     const Expr& ix = *e.args[k];
     const std::string dim = emit_size_expr(*t.dims[k]);
-    const bool in_range = in_range_slot_ >= 0 && te::any_of(ix, [&](const Expr& x) {
-                            return x.kind == ExprKind::Var && x.slot == in_range_slot_;
-                          });
+    const auto uses = [&](int slot) {
+      return slot >= 0 &&
+             te::any_of(ix, [&](const Expr& x) { return x.kind == ExprKind::Var && x.slot == slot; });
+    };
+    const auto region = region_in_.find(&e);
+    // A variable whose extent is this axis's extent is in range.
+    const bool spans = ix.kind == ExprKind::Var && static_cast<size_t>(ix.slot) < s_.var_extent.size() &&
+                       s_.var_extent[static_cast<size_t>(ix.slot)] &&
+                       emit_size_expr(*s_.var_extent[static_cast<size_t>(ix.slot)]) == dim;
+    const bool in_range =
+        spans || uses(in_range_slot_) || (region != region_in_.end() && region->second && uses(region_slot_));
     trusted.push_back(in_range);
     if (ix.kind == ExprKind::Var && (!e.padded || in_range)) {  // a plain variable: proven in range
       idx.push_back(emit(ix, pre, ind));

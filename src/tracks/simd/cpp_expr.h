@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,13 @@ class CppExprEmitter {
   // Padded reads take every index that uses variable slot `slot` as in range (no bounds test, no clamp):
   // for the interior of a stencil row, where the caller has proven it.
   void assume_in_range_along(int slot) { in_range_slot_ = slot; }
+  // Padded reads whose range along variable `slot` is known over the loop being emitted: in (true: their
+  // indices that use slot need no test) or out (false: the read is its pad value). For a loop split into
+  // regions where each read is wholly in or out of range.
+  void known_range_along(int slot, std::map<const te::Expr*, bool> in) {
+    region_slot_ = slot;
+    region_in_ = std::move(in);
+  }
   // The C++ type of an expression of this TE type.
   std::string type_of(te::Type t) const;
 
@@ -73,6 +81,8 @@ class CppExprEmitter {
   const te::Expr* stored_ = nullptr;  // the read emit_stored asked for
   int hoist_slot_ = -1;
   int in_range_slot_ = -1;
+  int region_slot_ = -1;
+  std::map<const te::Expr*, bool> region_in_;
   std::string* hoist_ = nullptr;
   std::string hoist_indent_;
 };
