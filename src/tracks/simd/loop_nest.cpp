@@ -874,7 +874,8 @@ std::string Lowering::emit_range_regions(int si, int prefix, const std::string& 
     std::string pre;
     const std::string store_line = assign(si, em, pre, in + "  ");
     out += fmt::format("{}#pragma omp simd\n{}for (int64_t {} = ja; {} < jb; ++{}) {{\n", in, in, jv, jv, jv);
-    out += pre + store_line + in + "}\n" + in + "break;\n" + ind + "    }\n";
+    out += pre;
+    out += fmt::format("{}{}}}\n{}break;\n{}    }}\n", store_line, in, in, ind);
   }
   out += ind + "  }\n" + ind + "}\n";
   for (int k = j - 1; k >= prefix; --k) {
@@ -1659,10 +1660,12 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
                           storage_[static_cast<size_t>(s.tensor)] == Storage::Direct && o_.vectorize;
   if (flat_store) {
     std::vector<std::string> at_j0;
-    for (int a = 0; a < n; ++a)
+    at_j0.reserve(static_cast<size_t>(n));
+    for (int a = 0; a < n; ++a) {
       at_j0.push_back(a < mm.row    ? fmt::format("ax{}", a)
                       : a == mm.row ? "(i0 + r)"
                                     : fmt::format("colv{}[0]", a));
+    }
     out += ind + "for (int64_t r = 0; r < in; ++r) {\n";
     out += fmt::format("{}  const int64_t ybase = {};\n", ind, linear(s.tensor, at_j0, 0));
     out += ind + "  #pragma omp simd\n" + ind + "  for (int64_t c = 0; c < jn; ++c) {\n";
