@@ -481,6 +481,7 @@ std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const
   return ind + store(s.tensor, linear(s.tensor, idx, 0), value) + "\n";
 }
 
+namespace {
 // Whether integer expression e is affine in variable j (the forms affine_in takes).
 bool affine_along(const Expr& e, int j) {
   if (!uses_var(e, j) || e.kind == ExprKind::Var) return true;
@@ -493,7 +494,6 @@ bool affine_along(const Expr& e, int j) {
          (!uses_var(*e.args[1], j) && affine_along(*e.args[0], j));
 }
 
-namespace {
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
 // form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
 // stride) is named in *stride, as its C identifier.
