@@ -162,7 +162,8 @@ class Lowering {
   std::string pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind);
   std::string k_loops(const Stmt& s, const Contraction& mm, std::string& in) const;
   std::string decode_columns(const Group& g, const Contraction& mm, const std::string& ind);
-  bool windowed(const Group& g, const Contraction& mm);
+  bool windowed(const Group& g, const Contraction& mm) const;
+  std::string k_extent(const Stmt& s, const Contraction& mm) const;
   std::string window_table(const Group& g, const Contraction& mm, const std::string& ind);
   std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
@@ -1286,7 +1287,7 @@ std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const s
 // panel's columns with one value of the other column variables packs as a strided copy along j, whose
 // in-range interior depends on the k variables alone (a table per k), with vector loads instead of
 // gathers.
-bool Lowering::windowed(const Group& g, const Contraction& mm) {
+bool Lowering::windowed(const Group& g, const Contraction& mm) const {
   const Stmt& s = stmt(g.stmts.front());
   const int n = s.n_domain, j = n - 1;
   const Expr& b = *mm.b;
@@ -1296,9 +1297,14 @@ bool Lowering::windowed(const Group& g, const Contraction& mm) {
     if (uses_var(*b.args[p], j)) return false;
   const bool other = te::any_of(
       *b.args.back(), [&](const Expr& e) { return e.kind == ExprKind::Var && e.slot != j && e.slot < n; });
-  CppExprEmitter em = emitter(s);
-  std::string pre, stride;
-  return !other && affine_in(*b.args.back(), j, em, pre, "", &stride).has_value();
+  return !other && affine_along(*b.args.back(), j);
+}
+
+// The extent of mm's flattened k: the product of its reduction variables' extents.
+std::string Lowering::k_extent(const Stmt& s, const Contraction& mm) const {
+  std::string k = "INT64_C(1)";
+  for (int kv : mm.k) k += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(kv)]);
+  return k;
 }
 
 // Per k (row-major over the k variables), the interior [lo, hi) of j where b's padded last index is in
@@ -1419,16 +1425,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const int n = s.n_domain;
   const std::string acc_t = acc_;
   const auto extent = [&](int slot) { return emit_size_expr(*s.var_extent[static_cast<size_t>(slot)]); };
-  const auto product = [&](int from, int to) {  // of the domain axes [from, to)
-    std::string p = "INT64_C(1)";
-    for (int a = from; a < to; ++a) p += " * " + extent(a);
-    return p;
-  };
   const std::string ext_i = extent(mm.row);
-  const std::string ext_j = mm.classic ? extent(n - 1) : product(mm.row + 1, n);
-  std::string ext_k = mm.classic ? extent(mm.k[0]) : "INT64_C(1)";
-  if (!mm.classic)
-    for (int kv : mm.k) ext_k += " * " + extent(kv);
+  const std::string ext_j = mm.classic ? extent(n - 1) : extents_product(s, mm.row + 1, n);
+  const std::string ext_k = mm.classic ? extent(mm.k[0]) : k_extent(s, mm);
   std::string out =
       fmt::format("  {{ // contraction, {}x{}-vector register tiles over packed panels of {}:\n", o_.mr,
                   o_.nv, tensor(mm.b->slot).name);
@@ -1478,7 +1477,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += fmt::format("    constexpr int64_t NR = NV * cake_gemm::lanes<{}>();\n", acc_t);
   }
   out += fmt::format("    const int64_t cI = {}, cJ = {}, cK = {};\n", ext_i, ext_j, ext_k);
-  const std::string nb = product(0, mm.row);
+  const std::string nb = extents_product(s, 0, mm.row);
   out += fmt::format("    const int64_t nbatch = {}, npanel = (cJ + NR - 1) / NR;\n", nb);
   out += fmt::format(
       "    #pragma omp parallel{}{}\n    {{\n", omp_threads(),
@@ -1715,8 +1714,7 @@ std::string Lowering::emit_group(const Group& g) {
     // cases: O = 1, C·KH·KW = 192: 0.36 ms nest, 1.0 ms packed; O = 8, C·KH·KW = 3: 35 µs nest, 74 µs
     // packed; O = 8, C·KH·KW = 9: 2.9× faster packed (docs/tracks.md).
     const Stmt& s = stmt(g.stmts.front());
-    std::string k = "INT64_C(1)";
-    for (int kv : mm->k) k += " * " + emit_size_expr(*s.var_extent[static_cast<size_t>(kv)]);
+    const std::string k = k_extent(s, *mm);
     const std::string rows = emit_size_expr(*s.var_extent[static_cast<size_t>(mm->row)]);
     return fmt::format("  if ({} >= 4 && {} * {} >= 32) {{\n", rows, rows, k) + emit_contraction(g, *mm) +
            "  } else {\n" + emit_loops(g) + "  }\n";
