@@ -37,15 +37,16 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.nv = static_cast<int>(k.integer("nv"));
   o.row_block = static_cast<int>(k.integer("row_block"));
   o.bf16_dot = k.has("bf16_dot") && k.boolean("bf16_dot");
+  o.bf16_f32 = k.has("bf16_f32") && k.boolean("bf16_f32");
   return o;
 }
 
 namespace {
 
-// compute<IO> without its OpenMP work sharing, renamed compute_serial: `omp parallel` and `omp for` lines go
-// (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for simd`
-// keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause.
-std::string serial_copy(const std::string& body) {
+// A compute function without its OpenMP work sharing, renamed NAME_serial: `omp parallel` and `omp for` lines
+// go (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for
+// simd` keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause.
+std::string serial_copy(const std::string& body, const std::string& name) {
   std::string out;
   size_t pos = 0;
   while (pos < body.size()) {
@@ -69,8 +70,9 @@ std::string serial_copy(const std::string& body) {
       out += line + "\n";
     }
   }
-  const size_t name = out.find("int compute(");
-  if (name != std::string::npos) out.replace(name, 12, "int compute_serial(");
+  const std::string decl = "int " + name + "(";
+  const size_t at = out.find(decl);
+  if (at != std::string::npos) out.replace(at, decl.size(), "int " + name + "_serial(");
   return out;
 }
 
@@ -152,6 +154,7 @@ class Lowering {
   std::string extents_product(const Stmt& s, int from, int to) const;
 
   std::string emit_group(const Group& g);
+  std::string emit_compute(const std::string& name, const std::string& args);
   std::string emit_loops(const Group& g);
   std::vector<std::string> unit_row_sizes(const Group& g) const;
   std::string unit_dispatch(const std::vector<std::string>& unit,
@@ -1469,7 +1472,9 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const bool direct = !b_src.empty() && !mm.b->args.empty() && mm.b->args.back()->slot == n - 1;
   out += fmt::format("    constexpr int MR = {}, NV = {};\n", o_.mr, o_.nv);
   if (dot) {
-    out += "    constexpr bool kDot = cake_gemm::kBf16Dot && std::is_same_v<IO, io_bf16>;\n";
+    out +=
+        "    constexpr bool kDot = cake_gemm::kBf16Dot && std::is_same_v<typename IO::Src, "
+        "cake_gemm::src_bf16>;\n";
     out += fmt::format(
         "    constexpr int64_t NR = NV * (kDot ? cake_gemm::kBf16DotLanes : cake_gemm::lanes<{}>());\n",
         acc_t);
@@ -1889,50 +1894,11 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
   return out + "    }\n";
 }
 
-std::string Lowering::run(const std::string& header) {
-  const Contract& k = c_.contract;
-  std::string src = header;
-  src +=
-      "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include "
-      "<vector>\n\n#include <omp.h>\n\n";
-  src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
-  src += fmt::format("using real = {};\n\n", real_);
-  src += "// Loads and stores of the operator dtype, converting to and from the compute type.\n";
-  src +=
-      "struct io_f32 {\n  using Src = cake_gemm::src_f32;\n  using T = float;\n  static inline real ld(const "
-      "T* p, int64_t i) { return "
-      "(real)p[i]; }\n"
-      "  static inline void st(T* p, int64_t i, real v) { p[i] = (float)v; }\n};\n";
-  src +=
-      "struct io_bf16 {\n  using Src = cake_gemm::src_bf16;\n  using T = uint16_t;\n  static inline real "
-      "ld(const T* p, int64_t i) { return "
-      "(real)cake_bf16_to_f32(p[i]); }\n"
-      "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_bf16((float)v); }\n};\n";
-  src +=
-      "struct io_f16 {\n  using Src = cake_gemm::src_f16;\n  using T = uint16_t;\n  static inline real "
-      "ld(const T* p, int64_t i) { return "
-      "(real)cake_f16_to_f32(p[i]); }\n"
-      "  static inline void st(T* p, int64_t i, real v) { p[i] = cake_f32_to_f16((float)v); }\n};\n\n";
-  src +=
-      "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";
-  src +=
-      "template <class E>\nE* cake_scratch(int slot, size_t n) {\n  thread_local std::vector<std::vector<E>> "
-      "bufs;\n"
-      "  if (bufs.size() <= (size_t)slot) bufs.resize((size_t)slot + 1);\n"
-      "  if (bufs[(size_t)slot].size() < n) bufs[(size_t)slot].resize(n);\n  return "
-      "bufs[(size_t)slot].data();\n}\n\n";
-  // compute<IO>(...)
-  std::string args, call_args;
-  for (const ParamDecl& p : k.params) {
-    args += ", const double " + param_id(p.name);
-    call_args += ", " + param_id(p.name);
-  }
-  for (const SizeInfo& z : c_.sizes) {
-    args += ", const int64_t " + size_id(z.name);
-    call_args += ", " + size_id(z.name);
-  }
+// compute<IO>(in, out, params.., sizes..) in this lowering's types, named `name`: every group's nest, then
+// the outputs held in buffers converted into the caller's tensors.
+std::string Lowering::emit_compute(const std::string& name, const std::string& args) {
   std::string body =
-      fmt::format("template <class IO>\nint compute(const cake_tensor* in, cake_tensor* out{}) {{\n", args);
+      fmt::format("template <class IO>\nint {}(const cake_tensor* in, cake_tensor* out{}) {{\n", name, args);
   body += "  using T = typename IO::T;\n  int err = 0;\n";
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorInfo& ti = c_.tensors[t];
@@ -1961,12 +1927,69 @@ std::string Lowering::run(const std::string& header) {
         ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
   }
   body += "  return err;\n}\n\n";
-  src += body;
   // Shape-regime dispatch: below o_.serial_below elements of I/O the same nest runs without any OpenMP
   // region (entering one costs far more than a small case's work, even when its if() clause says serial).
   if (o_.serial_below > 0) {
-    src += "// The same computation without OpenMP regions, for cases below the serial threshold.\n";
-    src += serial_copy(body);
+    body += "// The same computation without OpenMP regions, for cases below the serial threshold.\n" +
+            serial_copy(body, name);
+  }
+  return body;
+}
+
+std::string Lowering::run(const std::string& header) {
+  const Contract& k = c_.contract;
+  std::string src = header;
+  src +=
+      "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include "
+      "<type_traits>\n#include <vector>\n\n#include <omp.h>\n\n";
+  src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
+  src += "// Loads and stores of the operator dtype, converting to and from the compute type R.\n";
+  const auto io_struct = [](const char* name, const char* src_t, const char* t, const char* ld,
+                            const char* st) {
+    return fmt::format(
+        "template <class R>\nstruct {} {{\n  using Src = {};\n  using T = {};\n"
+        "  static inline R ld(const T* p, int64_t i) {{ return (R){}; }}\n"
+        "  static inline void st(T* p, int64_t i, R v) {{ p[i] = {}; }}\n}};\n",
+        name, src_t, t, ld, st);
+  };
+  src += io_struct("io_f32", "cake_gemm::src_f32", "float", "p[i]", "(float)v");
+  src += io_struct("io_bf16", "cake_gemm::src_bf16", "uint16_t", "cake_bf16_to_f32(p[i])",
+                   "cake_f32_to_bf16((float)v)");
+  src += io_struct("io_f16", "cake_gemm::src_f16", "uint16_t", "cake_f16_to_f32(p[i])",
+                   "cake_f32_to_f16((float)v)") +
+         "\n";
+  src +=
+      "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";
+  src +=
+      "template <class E>\nE* cake_scratch(int slot, size_t n) {\n  thread_local std::vector<std::vector<E>> "
+      "bufs;\n"
+      "  if (bufs.size() <= (size_t)slot) bufs.resize((size_t)slot + 1);\n"
+      "  if (bufs[(size_t)slot].size() < n) bufs[(size_t)slot].resize(n);\n  return "
+      "bufs[(size_t)slot].data();\n}\n\n";
+  // compute<IO>(...)
+  std::string args, call_args;
+  for (const ParamDecl& p : k.params) {
+    args += ", const double " + param_id(p.name);
+    call_args += ", " + param_id(p.name);
+  }
+  for (const SizeInfo& z : c_.sizes) {
+    args += ", const int64_t " + size_id(z.name);
+    call_args += ", " + size_id(z.name);
+  }
+  const std::string real = real_;
+  src += emit_compute("compute", args);
+  // The bf16 instantiation's copy in f32 (o_.bf16_f32); its nests repeat the OpenMP regions' work terms.
+  const bool bf16_f32 = o_.bf16_f32 && (real_ != "float" || acc_ != "float") &&
+                        std::find(k.dtypes.begin(), k.dtypes.end(), DType::bf16) != k.dtypes.end();
+  if (bf16_f32) {
+    const std::string acc = acc_;
+    const size_t regions = region_work_.size();
+    real_ = acc_ = "float";
+    src += "// The bf16 instantiation's copy, computed and summed in f32.\n";
+    src += emit_compute("compute_f32", args);
+    real_ = real;
+    acc_ = acc;
+    region_work_.resize(regions);
   }
   src += "}  // namespace\n\n";
   src +=
@@ -1995,13 +2018,17 @@ std::string Lowering::run(const std::string& header) {
   }
   src += "  switch (op_dtype) {\n";
   for (DType d : k.dtypes) {
-    const char* io = d == DType::bf16 ? "io_bf16" : d == DType::f16 ? "io_f16" : "io_f32";
+    const bool narrow = bf16_f32 && d == DType::bf16;
+    const std::string fn = narrow ? "compute_f32" : "compute", io = fmt::format("{}<{}>",
+                                                                                d == DType::bf16  ? "io_bf16"
+                                                                                : d == DType::f16 ? "io_f16"
+                                                                                                  : "io_f32",
+                                                                                narrow ? "float" : real);
     if (o_.serial_below > 0) {
-      src += fmt::format(
-          "    case {}: return serial ? compute_serial<{}>(in, out{}) : compute<{}>(in, out{});\n",
-          static_cast<int>(d), io, call_args, io, call_args);
+      src += fmt::format("    case {}: return serial ? {}_serial<{}>(in, out{}) : {}<{}>(in, out{});\n",
+                         static_cast<int>(d), fn, io, call_args, fn, io, call_args);
     } else {
-      src += fmt::format("    case {}: return compute<{}>(in, out{});\n", static_cast<int>(d), io, call_args);
+      src += fmt::format("    case {}: return {}<{}>(in, out{});\n", static_cast<int>(d), fn, io, call_args);
     }
   }
   src += "    default: return CAKE_ERR_DTYPE;\n  }\n}\n";

@@ -48,6 +48,9 @@ struct LoopNestOptions {
   // Contractions of two bf16 inputs multiply pairs with the CPU's bf16 dot product (VDPBF16PS, f32 sums)
   // in the bf16 instantiation, where the compiler targets AVX512-BF16.
   bool bf16_dot = false;
+  // The bf16 instantiation computes and accumulates in f32 whatever `compute` and `acc` say: a second copy
+  // of the kernel body, emitted in f32 (bf16's gate, 2^-7, is 2^17 times f32's rounding error).
+  bool bf16_f32 = false;
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);

@@ -120,11 +120,20 @@ class SimdTrack final : public Track {
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
-    // Off by default for the reason acc is f64: its sums round in f32. bf16's gate tolerates that; the
-    // evolution search measures it (class D) and the validation cases check it.
-    if (m.isa.avx512bf16 && std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::bf16) !=
-                                c.contract.dtypes.end()) {
-      k.add_bool("bf16_dot", false,
+    const bool has_bf16 =
+        std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::bf16) != c.contract.dtypes.end();
+    // bf16's gate (2^-7) is 2^17 times f32's rounding error: f32 sums of thousands of cancelling terms and
+    // f32 arithmetic pass it with room to spare, so the bf16 instantiation runs in f32 (twice the vector
+    // lanes of f64, no widening of every operand). f16's gate (2^-10) is not as wide: a sum of a thousand
+    // terms in f32 fails it on outputs near 2^-10, so f16 keeps `compute` and `acc`.
+    if (has_bf16 && rounds_floats(c)) {
+      k.add_bool("bf16_f32", true,
+                 "the bf16 instantiation computes and sums in f32, whatever `compute` and `acc` say");
+    }
+    // Sums in f32 as the bf16 instantiation's are by default (bf16_f32), with twice the multiply-adds per
+    // instruction; the validation cases check its rounding.
+    if (m.isa.avx512bf16 && has_bf16) {
+      k.add_bool("bf16_dot", true,
                  "bf16 contractions multiply pairs of inputs with the CPU's bf16 dot product (VDPBF16PS) and "
                  "sum in f32, twice the f32 FMA rate");
     }

@@ -1,9 +1,9 @@
 // The simd track's bf16 dot-product path (knob bf16_dot): a contraction of two bf16 inputs multiplies
 // pairs along k with VDPBF16PS and sums in f32. The knob exists only for operators with a bf16 dtype on
-// machines with AVX512-BF16. With it on, bf16 cases must pass the gate over odd K, partial tiles and
-// panels, through both ways of reading A (rows contiguous along k, and a transposed A read by stride); f32
-// cases must keep the bits of the default kernel; and one crafted case shows the bf16 sum really rounds in
-// f32 (1 + 2^24 − 2^24 is 0 there and 1 in the default f64 sum).
+// machines with AVX512-BF16, and is on by default there. With it on, bf16 cases must pass the gate over odd
+// K, partial tiles and panels, through both ways of reading A (rows contiguous along k, and a transposed A
+// read by stride); f32 cases must keep the bits of the kernel without it; and one crafted case shows the bf16
+// sum really rounds in f32 (1 + 2^24 − 2^24 is 0 there and 1 in an f64 sum, with bf16_f32 off as well).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -46,12 +46,13 @@ TEST_P(Bf16Dot, SumsInF32OnTheDotProductAndPassesTheGate) {
   if (!target::describe_machine().isa.avx512bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   const CheckedContract c = matmul_with(GetParam());
   std::string dot_src, plain_src;
-  const build::BuildResult dot = lower_and_build(c, {{"bf16_dot", "true"}}, &dot_src),
-                           plain = lower_and_build(c, nlohmann::json::object(), &plain_src);
+  const build::BuildResult dot = lower_and_build(c, nlohmann::json::object(), &dot_src),
+                           plain =
+                               lower_and_build(c, {{"bf16_dot", "false"}, {"bf16_f32", "false"}}, &plain_src);
   ASSERT_TRUE(dot.ok()) << dot.failure << "\n" << dot.log;
   ASSERT_TRUE(plain.ok()) << plain.failure << "\n" << plain.log;
-  EXPECT_NE(dot_src.find("tile_bf16"), std::string::npos);
-  EXPECT_EQ(plain_src.find("tile_bf16"), std::string::npos) << "off by default";
+  EXPECT_NE(dot_src.find("tile_bf16"), std::string::npos) << "on by default";
+  EXPECT_EQ(plain_src.find("tile_bf16"), std::string::npos);
   const build::Kernel k_dot(dot.library), k_plain(plain.library);
 
   // K = 1 and 33 end on half a pair; M = 7 and 13 leave partial tiles of 6 rows, N = 33 and 70 partial

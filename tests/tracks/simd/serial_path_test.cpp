@@ -4,6 +4,7 @@
 // region would use a second thread. The parallel copy's work threshold leaves its loops vectorized.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "build/build_service.h"
@@ -39,11 +40,22 @@ TEST_P(SerialPath, BothRegimesPassTheGate) {
   ASSERT_NE(t, nullptr);
   const tracks::Artifact a = t->lower(c, machine(), tracks::Knobs::from_json({{"serial_below", "65536"}}));
   const std::string& src = a.files.front().text;
-  const size_t serial = src.find("int compute_serial(");
-  ASSERT_NE(serial, std::string::npos);
-  const std::string serial_body = src.substr(serial, src.find("}  // namespace", serial) - serial);
-  EXPECT_EQ(serial_body.find("omp parallel"), std::string::npos);
-  EXPECT_EQ(serial_body.find("omp for"), std::string::npos);
+  // Every compute function has its serial copy (the bf16 instantiation's f32 copy too), with no OpenMP
+  // work sharing in it.
+  int functions = 0, serial = 0;
+  for (size_t at = src.find("\nint compute"); at != std::string::npos;
+       at = src.find("\nint compute", at + 1)) {
+    const std::string name = src.substr(at + 5, src.find('(', at) - at - 5);
+    ++functions;
+    if (!name.ends_with("_serial")) continue;
+    ++serial;
+    const size_t end = std::min(src.find("\ntemplate ", at), src.find("}  // namespace", at));
+    const std::string body = src.substr(at, end - at);
+    EXPECT_EQ(body.find("omp parallel"), std::string::npos) << name;
+    EXPECT_EQ(body.find("omp for"), std::string::npos) << name;
+  }
+  EXPECT_EQ(functions, 2 * serial);
+  EXPECT_GT(serial, 0);
   EXPECT_NE(src.find("io_elements < INT64_C(65536)"), std::string::npos);
 
   const build::BuildResult r = build::build(a);
@@ -106,7 +118,9 @@ TEST(SerialPath, RunsWhenEveryRegionIsBelowItsThreshold) {
       EXPECT_NE(cond.find("(" + work + ") < INT64_C(32768)"), std::string::npos) << op << ": " << work;
     }
     EXPECT_GT(regions, 0) << op;
-    if (op == "index_select") EXPECT_EQ(cond.find("s_V"), std::string::npos) << cond;
+    if (op == "index_select") {
+      EXPECT_EQ(cond.find("s_V"), std::string::npos) << cond;
+    }
   }
 }
 

@@ -1,0 +1,73 @@
+// The simd track's bf16 instantiation in f32 (knob bf16_f32): the kernel holds a second copy of its body
+// in f32 types, and the dtype dispatch sends bf16 calls, and only those, to it. A row big, small, -big
+// tells the sums apart: in f32, big + small rounds back to big and the row sums to 0; in f64 it sums to
+// small (2^24 and 1 in bf16 and f32; f16's largest finite value and its smallest subnormal, 2^-24).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "build/build_service.h"
+#include "build/kernel.h"
+#include "contract/contract.h"
+#include "target/machine.h"
+#include "tracks/track.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+CheckedContract reduce_sum() {
+  return load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "reduce_sum.yaml").string());
+}
+
+// y = sum of the row big, small, -big in dtype t by kernel k, divided by small (1: summed exactly).
+double cancelling_sum(const CheckedContract& c, const build::Kernel& k, DType t) {
+  const double big = t == DType::f16 ? 65504.0 : 16777216.0,
+               small = t == DType::f16 ? std::ldexp(1.0, -24) : 1.0;
+  std::vector<Tensor> in, out;
+  in.emplace_back(t, Shape{1, 3});
+  in[0].set(0, big);
+  in[0].set(1, small);
+  in[0].set(2, -big);
+  out.emplace_back(t, Shape{1});
+  std::vector<double> params;
+  for (const SizeInfo& z : c.sizes) params.push_back(z.name == "N" ? 1.0 : 3.0);
+  EXPECT_EQ(k.run(in, out, params), 0);
+  return out[0].get(0) / small;
+}
+
+build::Kernel lowered(const CheckedContract& c, const nlohmann::json& knobs) {
+  const tracks::Artifact a =
+      tracks::find_track("simd")->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs));
+  const build::BuildResult r = build::build(a);
+  EXPECT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+  return build::Kernel(r.library);
+}
+
+TEST(Bf16InF32, OnlyTheBf16InstantiationSumsInF32) {
+  const CheckedContract c = reduce_sum();
+  // Default knobs: acc=f64, bf16_f32=true.
+  const build::Kernel def = lowered(c, nlohmann::json::object());
+  EXPECT_EQ(cancelling_sum(c, def, DType::bf16), 0.0) << "the bf16 call ran the f32 copy";
+  EXPECT_EQ(cancelling_sum(c, def, DType::f32), 1.0) << "f32 keeps its f64 sums";
+  EXPECT_EQ(cancelling_sum(c, def, DType::f16), 1.0) << "f16 keeps its f64 sums";
+  const build::Kernel off = lowered(c, {{"bf16_f32", "false"}});
+  EXPECT_EQ(cancelling_sum(c, off, DType::bf16), 1.0) << "bf16_f32=false: bf16 sums in acc (f64)";
+}
+
+TEST(Bf16InF32, NoCopyWhenTheKernelIsInF32Already) {
+  const CheckedContract c = reduce_sum();
+  const auto source = [&](const nlohmann::json& knobs) {
+    return tracks::find_track("simd")
+        ->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs))
+        .files.front()
+        .text;
+  };
+  EXPECT_NE(source(nlohmann::json::object()).find("int compute_f32("), std::string::npos);
+  EXPECT_EQ(source({{"compute", "f32"}, {"acc", "f32"}}).find("int compute_f32("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cake
