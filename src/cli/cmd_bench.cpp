@@ -130,7 +130,9 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("bench", "run CAKE-Bench: sandboxed cases, timing, baseline, roofline and score");
   cmd->add_option("--suite", o->suite, "folder of contracts")->capture_default_str();
-  cmd->add_option("--set", o->set, "standard | hidden")->capture_default_str();
+  cmd->add_option("--set", o->set, "standard | hidden")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"standard", "hidden"}));
   cmd->add_option("--ops", o->ops, "comma-separated operator names (default: every contract in the suite)");
   cmd->add_option("--track", o->track, "tracks whose default-knob kernels are judged: a,b,... or all")
       ->capture_default_str();
@@ -154,14 +156,28 @@ void add_bench_command(CLI::App& app) {
       std::fprintf(stderr, "%s\n", e.what());
       return set_exit_code(2);
     }
+    std::error_code ec;
+    if (!fs::is_directory(o->suite, ec)) {
+      std::fprintf(stderr,
+                   "cake bench: no suite folder '%s' (run from the repository root, or pass --suite DIR)\n",
+                   o->suite.c_str());
+      return set_exit_code(2);
+    }
     std::vector<std::string> files;
-    const std::vector<std::string> wanted = split(o->ops);
-    for (const auto& e : fs::directory_iterator(o->suite))
+    std::vector<std::string> wanted = split(o->ops);
+    for (const auto& e : fs::directory_iterator(o->suite)) {
       if (e.path().extension() == ".yaml" &&
           (wanted.empty() ||
            std::find(wanted.begin(), wanted.end(), e.path().stem().string()) != wanted.end()))
         files.push_back(e.path().string());
+    }
     std::sort(files.begin(), files.end());
+    for (const std::string& f : files) std::erase(wanted, fs::path(f).stem().string());
+    if (!wanted.empty()) {
+      std::fprintf(stderr, "cake bench: no contract %s.yaml in %s\n", wanted.front().c_str(),
+                   o->suite.c_str());
+      return set_exit_code(2);
+    }
     if (files.empty()) {
       std::fprintf(stderr, "cake bench: no contracts selected in %s\n", o->suite.c_str());
       return set_exit_code(2);

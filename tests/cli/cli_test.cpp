@@ -98,6 +98,13 @@ TEST(Cli, BenchScoresAnOperator) {
   EXPECT_DOUBLE_EQ(j["levels"][1]["pass_rate"].get<double>(), 1.0);
 }
 
+TEST(Cli, BenchRejectsAMissingSuiteAnUnknownOperatorAndAnUnknownSet) {
+  const std::string suite = " --suite " + std::string(CAKE_SOURCE_DIR) + "/bench/ops";
+  EXPECT_EQ(run("bench --json --no-baseline --suite /nonexistent/ops").code, 2);
+  EXPECT_EQ(run("bench --json --no-baseline --ops add,no_such_op" + suite).code, 2);
+  EXPECT_NE(run("bench --json --no-baseline --ops add --set hiden" + suite).code, 0);
+}
+
 TEST(Cli, UnknownCommandFails) {
   EXPECT_NE(run("frobnicate").code, 0);
 }
