@@ -13,7 +13,8 @@
 // (`row_block`): each statement over the block's rows in turn. A sum of products (`gemm`) runs on the
 // register-blocked contraction skeleton: matmul's form, and an implicit GEMM whose rows are one domain
 // axis, whose columns are the axes after it and whose k is several reduction variables (convolution: O ×
-// Ho·Wo × C·KH·KW per image, its padded input window packed by strided copies).
+// Ho·Wo × C·KH·KW per image, its padded input window packed by strided copies). An elementwise statement
+// at its domain's own offsets with short rows runs as one loop over the flattened domain.
 #pragma once
 
 #include <string>
