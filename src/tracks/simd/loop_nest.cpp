@@ -157,7 +157,7 @@ class Lowering {
   std::string emit_compute(const std::string& name, const std::string& args);
   bool flat_elementwise(int si) const;
   std::string emit_flat(int si);
-  std::string emit_nest(const Group& g);
+  std::string emit_nest(const Group& g, bool unit_rows = true);
   std::string emit_loops(const Group& g);
   std::vector<std::string> unit_row_sizes(const Group& g) const;
   std::string unit_dispatch(const std::vector<std::string>& unit,
@@ -1796,13 +1796,15 @@ std::string Lowering::emit_loops(const Group& g) {
     // 2.1 ms nest, 2.3 ms flat).
     const std::string row = emit_size_expr(*first.var_extent[static_cast<size_t>(first.n_domain - 1)]);
     return fmt::format("  if ({} < {}) {{\n", row, kFlatRowsBelow) + emit_flat(g.stmts.front()) +
-           "  } else {\n" + emit_nest(g) + "  }\n";
+           "  } else {\n" + emit_nest(g, false) + "  }\n";
   }
   return emit_nest(g);
 }
 
 // Group g as loop nests: one statement's nest, or a fused group's parallel loop over its shared axes.
-std::string Lowering::emit_nest(const Group& g) {
+// `unit_rows`: a single statement's nest may have its copy for rows of one element (false where the flat
+// loop already takes them).
+std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
   const Stmt& first = stmt(g.stmts.front());
   std::string out;
   if (g.stmts.size() == 1) {
@@ -1843,8 +1845,9 @@ std::string Lowering::emit_nest(const Group& g) {
     };
     // One axis and no reduction: already vectorized across it.
     const bool across = n == 1 && !te::contains(*s.rhs, ExprKind::Reduce);
-    const std::vector<std::string> unit =
-        o_.vectorize && !across ? unit_row_sizes(Group{{g.stmts[0]}, outer}) : std::vector<std::string>();
+    const std::vector<std::string> unit = o_.vectorize && !across && unit_rows
+                                              ? unit_row_sizes(Group{{g.stmts[0]}, outer})
+                                              : std::vector<std::string>();
     return out + unit_dispatch(unit, nest) + "  }\n";
   }
   // A fused group: one parallel loop over the shared axes, the statements in order inside.

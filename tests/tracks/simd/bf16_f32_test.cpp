@@ -7,11 +7,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "build/build_service.h"
 #include "build/kernel.h"
 #include "contract/contract.h"
-#include "target/machine.h"
-#include "tracks/track.h"
+#include "kernel_pair.h"
 
 namespace cake {
 namespace {
@@ -39,9 +37,8 @@ double cancelling_sum(const CheckedContract& c, const build::Kernel& k, DType t)
 }
 
 build::Kernel lowered(const CheckedContract& c, const nlohmann::json& knobs) {
-  const tracks::Artifact a =
-      tracks::find_track("simd")->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs));
-  const build::BuildResult r = build::build(a);
+  std::string source;
+  const build::BuildResult r = testing_simd::lower_and_build(c, knobs, &source);
   EXPECT_TRUE(r.ok()) << r.failure << "\n" << r.log;
   return build::Kernel(r.library);
 }
@@ -60,10 +57,7 @@ TEST(Bf16InF32, OnlyTheBf16InstantiationSumsInF32) {
 TEST(Bf16InF32, NoCopyWhenTheKernelIsInF32Already) {
   const CheckedContract c = reduce_sum();
   const auto source = [&](const nlohmann::json& knobs) {
-    return tracks::find_track("simd")
-        ->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs))
-        .files.front()
-        .text;
+    return testing_simd::lower_simd(c, knobs).files.front().text;
   };
   EXPECT_NE(source(nlohmann::json::object()).find("int compute_f32("), std::string::npos);
   EXPECT_EQ(source({{"compute", "f32"}, {"acc", "f32"}}).find("int compute_f32("), std::string::npos);

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using testing_simd::lower_and_build;
 
 std::string source_of(const CheckedContract& c) {
-  return tracks::find_track("simd")->lower(c, target::describe_machine(), tracks::Knobs{}).files.front().text;
+  return testing_simd::lower_simd(c, nlohmann::json::object()).files.front().text;
 }
 
 CheckedContract bench_op(const std::string& op) {

@@ -37,11 +37,15 @@ inline CheckedContract contract_with(const std::string& file, const Edits& edits
   return check_contract(load_contract_text(yaml, file));
 }
 
-// The simd lowering of c with `knobs` (the rest at their defaults), built; its source in *source.
+// The simd lowering of c with `knobs` (the rest at their defaults).
+inline tracks::Artifact lower_simd(const CheckedContract& c, const nlohmann::json& knobs) {
+  return tracks::find_track("simd")->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs));
+}
+
+// lower_simd, built; its source in *source.
 inline build::BuildResult lower_and_build(const CheckedContract& c, const nlohmann::json& knobs,
                                           std::string* source) {
-  const tracks::Artifact a =
-      tracks::find_track("simd")->lower(c, target::describe_machine(), tracks::Knobs::from_json(knobs));
+  const tracks::Artifact a = lower_simd(c, knobs);
   *source = a.files.front().text;
   return build::build(a);
 }
