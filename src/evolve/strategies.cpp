@@ -7,10 +7,11 @@ namespace cake::evolve {
 
 const std::vector<std::string>& class_knobs(char cls) {
   static const std::map<char, std::vector<std::string>> kClasses{
-      {'P', {"vector_width",     "tile_m",     "tile_n",       "unroll_k",  "vectorize_reductions",
-             "transpose_inputs", "mr",         "nv",           "unroll",    "vectorize",
-             "interchange",      "scan",       "gemm",         "wg",        "ipw",
-             "reduce_wg",        "reduce_min", "local_reduce", "row_block", "scatter_rows"}},
+      {'P',
+       {"vector_width", "tile_m",       "tile_n", "unroll_k",  "vectorize_reductions", "transpose_inputs",
+        "mr",           "nv",           "unroll", "vectorize", "interchange",          "scan",
+        "gemm",         "wg",           "ipw",    "reduce_wg", "reduce_min",           "local_reduce",
+        "row_block",    "scatter_rows", "plane"}},
       {'F', {"stages", "fusion"}},
       {'D', {"bf16_dot", "bf16_f32"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},

@@ -38,6 +38,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.row_block = static_cast<int>(k.integer("row_block"));
   o.bf16_dot = k.has("bf16_dot") && k.boolean("bf16_dot");
   o.bf16_f32 = k.has("bf16_f32") && k.boolean("bf16_f32");
+  o.plane = k.has("plane") && k.boolean("plane");
   return o;
 }
 
@@ -100,6 +101,74 @@ struct Contraction {
   int row = -1;
   bool classic = true;
 };
+
+// Whether integer expression e is affine in variable j (the forms affine_in takes).
+bool affine_along(const Expr& e, int j) {
+  if (!uses_var(e, j) || e.kind == ExprKind::Var) return true;
+  if (e.kind == ExprKind::Unary && e.op == te::Op::Neg) return affine_along(*e.args[0], j);
+  if (e.kind != ExprKind::Binary) return false;
+  if (e.op == te::Op::Add || e.op == te::Op::Sub)
+    return affine_along(*e.args[0], j) && affine_along(*e.args[1], j);
+  if (e.op != te::Op::Mul) return false;
+  return (!uses_var(*e.args[0], j) && affine_along(*e.args[1], j)) ||
+         (!uses_var(*e.args[1], j) && affine_along(*e.args[0], j));
+}
+
+// A window reduction over a statement's last two axes i, j (depthwise convolution, pooling):
+// y[.., i, j] = red(taps: f · x?[.., Si·i + h, Sj·j + g]) (+ anything per element around it), where the taps
+// are the reduction's variables (constant extents), x is the only tensor the reduction reads along i or j
+// and reads along them in its last two axes only, Si, h and Sj, g involve no domain variable, x's other
+// indices no tap, and the factor f (sums only; optional) indexes neither i nor j.
+struct PlaneStencil {
+  const Expr* reduce = nullptr;
+  const Expr* window = nullptr;  // the read of x
+  const Expr* factor = nullptr;  // f; null: the term is the read itself
+};
+
+std::optional<PlaneStencil> match_plane_stencil(const Stmt& s) {
+  const int n = s.n_domain, i = n - 2, j = n - 1;
+  if (n < 2 || s.accumulate) return std::nullopt;
+  const Expr* red = te::only_reduction(*s.rhs);
+  if (!red || red->args[0]->type != te::Type::Float) return std::nullopt;
+  for (const te::ReduceVar& rv : red->rvars) {
+    if (rv.lo ? te::contains(*rv.lo, ExprKind::Var) || te::contains(*rv.hi, ExprKind::Var) : !rv.extent)
+      return std::nullopt;
+  }
+  if (red->reduce != te::ReduceOp::Sum && red->reduce != te::ReduceOp::Max &&
+      red->reduce != te::ReduceOp::Min)
+    return std::nullopt;
+  PlaneStencil ps{red, red->args[0].get(), nullptr};
+  const Expr& body = *red->args[0];
+  if (body.kind == ExprKind::Binary && body.op == te::Op::Mul && red->reduce == te::ReduceOp::Sum) {
+    for (size_t side = 0; side < 2; ++side) {
+      if (body.args[side]->kind == ExprKind::Read && uses_var(*body.args[side], j)) {
+        ps.window = body.args[side].get();
+        ps.factor = body.args[1 - side].get();
+      }
+    }
+  }
+  const Expr& w = *ps.window;
+  if (w.kind != ExprKind::Read || w.args.size() < 2) return std::nullopt;
+  if (ps.factor &&
+      (uses_var(*ps.factor, i) || uses_var(*ps.factor, j) || te::contains(*ps.factor, ExprKind::Reduce)))
+    return std::nullopt;
+  const size_t nd = w.args.size();
+  for (size_t a = 0; a < nd; ++a) {
+    const Expr& ix = *w.args[a];
+    if (te::contains(ix, ExprKind::Read)) return std::nullopt;
+    if (a + 2 < nd) {  // a leading index: outer variables only
+      if (uses_var(ix, i) || uses_var(ix, j)) return std::nullopt;
+      for (const te::ReduceVar& rv : red->rvars)
+        if (uses_var(ix, rv.slot)) return std::nullopt;
+      continue;
+    }
+    const int own = a + 2 == nd ? i : j;  // the row index uses i, the column index j, neither anything else
+    if (!uses_var(ix, own) || !affine_along(ix, own)) return std::nullopt;
+    for (int k = 0; k < n; ++k)
+      if (k != own && uses_var(ix, k)) return std::nullopt;
+  }
+  return ps;
+}
 
 class Lowering {
  public:
@@ -177,6 +246,8 @@ class Lowering {
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
   std::string emit_statement_loops(int si, int prefix, const std::string& ind);
   const Expr* stencil_reduction(int si, int prefix) const;
+  std::optional<PlaneStencil> plane_stencil(const Group& g) const;
+  std::string emit_plane_stencil(const Group& g, const PlaneStencil& ps);
   std::string emit_interchanged(int si, int prefix, const std::string& ind, const Expr& red);
   std::vector<const Expr*> windows_along_row(int si, int prefix) const;
   std::string emit_range_regions(int si, int prefix, const std::string& ind,
@@ -495,17 +566,6 @@ std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const
 }
 
 namespace {
-// Whether integer expression e is affine in variable j (the forms affine_in takes).
-bool affine_along(const Expr& e, int j) {
-  if (!uses_var(e, j) || e.kind == ExprKind::Var) return true;
-  if (e.kind == ExprKind::Unary && e.op == te::Op::Neg) return affine_along(*e.args[0], j);
-  if (e.kind != ExprKind::Binary) return false;
-  if (e.op == te::Op::Add || e.op == te::Op::Sub)
-    return affine_along(*e.args[0], j) && affine_along(*e.args[1], j);
-  if (e.op != te::Op::Mul) return false;
-  return (!uses_var(*e.args[0], j) && affine_along(*e.args[1], j)) ||
-         (!uses_var(*e.args[1], j) && affine_along(*e.args[0], j));
-}
 
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
 // form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
@@ -1720,6 +1780,214 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   return out;
 }
 
+// Group g's one statement as a plane stencil (match_plane_stencil), where the lowering can run it: its
+// sums accumulate in the compute type, and no row-local tensor is involved.
+std::optional<PlaneStencil> Lowering::plane_stencil(const Group& g) const {
+  if (!o_.plane || !o_.vectorize || g.stmts.size() != 1) return std::nullopt;
+  const Stmt& s = stmt(g.stmts.front());
+  const auto ps = match_plane_stencil(s);
+  if (!ps || (ps->reduce->reduce == te::ReduceOp::Sum && acc_ != real_)) return std::nullopt;
+  if (storage_[static_cast<size_t>(s.tensor)] == Storage::RowLocal ||
+      storage_[static_cast<size_t>(ps->window->slot)] == Storage::RowLocal)
+    return std::nullopt;
+  return ps;
+}
+
+namespace {
+// A plane stencil runs where its taps and rows pay for packing the plane; the nest runs otherwise.
+// depthwise_conv2d's standard cases, one thread: 3×5 taps over rows of 7 outputs 146 -> 36 µs (f32),
+// 5×5 taps at stride 2 over 56×56 outputs 24.6 -> 8.1 ms (bf16); but one tap (a 1×1 filter) 204 -> 293 µs,
+// 1×3 taps over 28×4 outputs 8.5 -> 18 µs, one output row 18 -> 24 µs. maxpool2d's columns of one output
+// (3×2 taps, 57 rows): 61 -> 115 µs.
+constexpr int kPlaneMinTaps = 4;
+constexpr int kPlaneMinRows = 4;
+constexpr int kPlaneMinWork = 32768;  // outputs × taps
+constexpr int kPlaneVectors = 4;      // output vectors held in registers over all taps
+}  // namespace
+
+// Plane stencil ps (group g's one statement): per point of the axes before i and j, the window's plane is
+// packed once, converted to the compute type, into Si·Sj phase planes (the rows and columns of one residue
+// modulo the strides, the pad value where the window is out of range), so that each tap reads one phase
+// plane at a fixed offset from its output: over the outputs flattened in rows of Wq = Wo + (max g − min
+// g) / Sj (the last Wq − Wo of each row discarded), a tap is one contiguous vector update. A block of
+// kPlaneVectors vectors of outputs stays in registers over all taps, which run in the reduction's order;
+// then the rest of the statement per element. Elsewhere (strides that differ between taps or are not
+// positive, few taps, rows or outputs) the statement's nest runs.
+std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps) {
+  const int si = g.stmts.front();
+  const Stmt& s = stmt(si);
+  const int n = s.n_domain, i = n - 2, j = n - 1;
+  const Expr& red = *ps.reduce;
+  const Expr& win = *ps.window;
+  const size_t nd = win.args.size();
+  const std::string vi = var_id(s.vars[static_cast<size_t>(i)]), vj = var_id(s.vars[static_cast<size_t>(j)]);
+  const std::string ho = emit_size_expr(*s.var_extent[static_cast<size_t>(i)]),
+                    wo = emit_size_expr(*s.var_extent[static_cast<size_t>(j)]);
+  const std::string hx = dim(win.slot, nd - 2), wx = dim(win.slot, nd - 1), r = real_;
+  const int lanes = 64 / (r == "float" ? 4 : 8), block = kPlaneVectors * lanes;
+  const size_t per_tap = 4 + red.rvars.size();  // h, g, Si (then the tap's offset), Sj, the taps' values
+  const int tab = next_scratch_++, buf = next_scratch_++, acc = next_scratch_++;
+  std::string out =
+      fmt::format("  {{ // {}\n    // plane stencil over the last two axes\n", te::print_stmt(s));
+  // Each tap variable's range [lo, hi): its bounds, or 0 and its inferred extent.
+  std::vector<std::pair<std::string, std::string>> range;
+  std::string taps = "INT64_C(1)";
+  for (const te::ReduceVar& rv : red.rvars) {
+    range.emplace_back(rv.lo ? emit_size_expr(*rv.lo) : "INT64_C(0)",
+                       emit_size_expr(rv.lo ? *rv.hi : *rv.extent));
+    taps += fmt::format(" * cake_max64(INT64_C(0), ({}) - ({}))", range.back().second, range.back().first);
+  }
+  out += fmt::format("    const int64_t ps_K = {};\n", taps);
+  out += fmt::format("    int64_t* ps_tab = cake_scratch<int64_t>({}, (size_t)(ps_K * {}));\n", tab, per_tap);
+  out += "    int64_t ps_n = 0;\n";
+  std::string ind = "    ";
+  for (size_t k = 0; k < red.rvars.size(); ++k) {
+    const std::string v = var_id(s.vars[static_cast<size_t>(red.rvars[k].slot)]);
+    out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", ind, v, range[k].first, v,
+                       range[k].second, v);
+    ind += "  ";
+  }
+  {
+    CppExprEmitter em = emitter(s);
+    std::string pre, stride;
+    const auto row = affine_in(*win.args[nd - 2], i, em, pre, ind, &stride);
+    stride.clear();
+    const auto col = affine_in(*win.args[nd - 1], j, em, pre, ind, &stride);
+    if (!row || !col) throw Error("simd: a plane stencil's window is not affine in its axes");
+    out += pre + fmt::format("{}int64_t* ps_e = ps_tab + ps_n++ * {};\n", ind, per_tap);
+    out += fmt::format("{}ps_e[0] = {};\n{}ps_e[1] = {};\n{}ps_e[2] = {};\n{}ps_e[3] = {};\n", ind,
+                       row->second, ind, col->second, ind, row->first, ind, col->first);
+    for (size_t k = 0; k < red.rvars.size(); ++k)
+      out += fmt::format("{}ps_e[{}] = {};\n", ind, 4 + k,
+                         var_id(s.vars[static_cast<size_t>(red.rvars[k].slot)]));
+  }
+  for (size_t k = 0; k < red.rvars.size(); ++k) {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  }
+  // One pair of strides for all taps; the span of h and g; each tap's offset into the phase planes.
+  out += fmt::format(
+      "    const int64_t ps_Si = ps_K > 0 ? ps_tab[2] : 0, ps_Sj = ps_K > 0 ? ps_tab[3] : 0;\n"
+      "    bool ps_ok = ps_Si >= 1 && ps_Sj >= 1;\n"
+      "    int64_t ps_hmin = 0, ps_hmax = 0, ps_gmin = 0, ps_gmax = 0;\n"
+      "    for (int64_t t = 0; t < ps_K; ++t) {{\n"
+      "      const int64_t* e = ps_tab + t * {0};\n"
+      "      ps_ok = ps_ok && e[2] == ps_Si && e[3] == ps_Sj;\n"
+      "      ps_hmin = t ? cake_min64(ps_hmin, e[0]) : e[0];\n"
+      "      ps_hmax = t ? cake_max64(ps_hmax, e[0]) : e[0];\n"
+      "      ps_gmin = t ? cake_min64(ps_gmin, e[1]) : e[1];\n"
+      "      ps_gmax = t ? cake_max64(ps_gmax, e[1]) : e[1];\n"
+      "    }}\n"
+      "    if (ps_ok && ps_K >= {1} && {2} >= {3} && {6} >= 2 && ({4}) * ps_K >= {5}) {{\n"
+      "      const int64_t ps_Wq = {6} + (ps_gmax - ps_gmin) / ps_Sj, ps_Hq = {2} + (ps_hmax - ps_hmin) / "
+      "ps_Si + 1;\n"
+      "      const int64_t ps_Lp = ({2} * ps_Wq + {7}) / {8} * {8}, ps_plane = ps_Hq * ps_Wq;\n"
+      "      const int64_t ps_bufn = ps_Si * ps_Sj * ps_plane + ps_Lp;\n"
+      "      for (int64_t t = 0; t < ps_K; ++t) {{\n"
+      "        int64_t* e = ps_tab + t * {0};\n"
+      "        const int64_t dy = e[0] - ps_hmin, dx = e[1] - ps_gmin;\n"
+      "        e[2] = ((dy % ps_Si) * ps_Sj + dx % ps_Sj) * ps_plane + (dy / ps_Si) * ps_Wq + dx / ps_Sj;\n"
+      "      }}\n",
+      per_tap, kPlaneMinTaps, ho, kPlaneMinRows, extents_product(s, 0, n), kPlaneMinWork, wo, block - 1,
+      block);
+  ind = "      ";
+  const std::string work = extents_product(s, 0, n);
+  if (i > 0) {
+    out += fmt::format("{}#pragma omp parallel for{} schedule(static){}{}\n", ind,
+                       i > 1 ? fmt::format(" collapse({})", i) : "", omp_threads(), work_if(work));
+  }
+  out += domain_loops(s, 0, i, ind);
+  out += fmt::format("{}{}* ps_buf = cake_scratch<{}>({}, (size_t)ps_bufn);\n", ind, r, r, buf);
+  out += fmt::format("{}{}* ps_acc = cake_scratch<{}>({}, (size_t)ps_Lp);\n", ind, r, r, acc);
+  // Packing: each phase plane's rows, the pad value where the window is out of range.
+  CppExprEmitter em = emitter(s);
+  std::string pre;
+  std::vector<std::string> at;
+  for (size_t a = 0; a + 2 < nd; ++a) at.push_back(em.emit(*win.args[a], pre, ind));
+  const std::string pad =
+      win.pad_value ? fmt::format("({}){}", r, em.emit(*win.pad_value, pre, ind)) : fmt::format("({})0", r);
+  at.push_back("ps_Y");
+  at.push_back("ps_o + ps_Sj * ps_q");
+  const std::string element = access(win.slot, at, 0);
+  out += pre;
+  out += fmt::format(
+      "{0}for (int64_t ps_py = 0; ps_py < ps_Si; ++ps_py) {{\n"
+      "{0}  for (int64_t ps_px = 0; ps_px < ps_Sj; ++ps_px) {{\n"
+      "{0}    const int64_t ps_o = ps_gmin + ps_px;\n"
+      "{0}    int64_t ps_hi = ps_o > {1} - 1 ? 0 : cake_min64(({1} - 1 - ps_o) / ps_Sj + 1, ps_Wq);\n"
+      "{0}    const int64_t ps_lo = cake_min64(ps_o >= 0 ? 0 : (ps_Sj - 1 - ps_o) / ps_Sj, ps_hi);\n"
+      "{0}    for (int64_t ps_r = 0; ps_r < ps_Hq; ++ps_r) {{\n"
+      "{0}      const int64_t ps_Y = ps_hmin + ps_py + ps_Si * ps_r;\n"
+      "{0}      {2}* ps_d = ps_buf + ((ps_py * ps_Sj + ps_px) * ps_Hq + ps_r) * ps_Wq;\n"
+      "{0}      const bool ps_in = (uint64_t)ps_Y < (uint64_t){3};\n"
+      "{0}      const int64_t lo = ps_in ? ps_lo : ps_Wq, hi = ps_in ? ps_hi : ps_Wq;\n"
+      "{0}      for (int64_t ps_q = 0; ps_q < lo; ++ps_q) ps_d[ps_q] = {4};\n",
+      ind, wx, r, hx, pad);
+  // A stride known at compile time makes the strided loads permutes instead of gathers.
+  const std::string copy = fmt::format(
+      "{0}        #pragma omp simd\n{0}        for (int64_t ps_q = lo; ps_q < hi; ++ps_q) ps_d[ps_q] = "
+      "{1};\n",
+      ind, element);
+  out += fmt::format(
+      "{0}      if (ps_Sj == 1) {{\n{0}        const int64_t ps_Sj = 1;\n{1}{0}      }} else if (ps_Sj == 2) "
+      "{{\n{0}        const int64_t ps_Sj = 2;\n{1}{0}      }} else {{\n{1}{0}      }}\n",
+      ind, copy);
+  out += fmt::format(
+      "{0}      for (int64_t ps_q = hi; ps_q < ps_Wq; ++ps_q) ps_d[ps_q] = {1};\n{0}    }}\n{0}  }}\n{0}}}\n",
+      ind, pad);
+  // The taps over blocks of outputs held in registers.
+  const bool sum = red.reduce == te::ReduceOp::Sum;
+  const char* identity = sum ? "0" : red.reduce == te::ReduceOp::Max ? "-INFINITY" : "INFINITY";
+  out +=
+      fmt::format("{}typedef {} ps_V __attribute__((vector_size(64), aligned(alignof({}))));\n", ind, r, r);
+  out += fmt::format("{}for (int64_t ps_f = 0; ps_f < ps_Lp; ps_f += {}) {{\n", ind, block);
+  for (int k = 0; k < kPlaneVectors; ++k)
+    out += fmt::format("{}  ps_V ps_a{} = ps_V{{}} + ({}){};\n", ind, k, r, identity);
+  out += fmt::format("{}  for (int64_t ps_t = 0; ps_t < ps_K; ++ps_t) {{\n", ind);
+  const std::string in = ind + "    ";
+  out += fmt::format("{}const int64_t* ps_e = ps_tab + ps_t * {};\n", in, per_tap);
+  for (size_t k = 0; k < red.rvars.size(); ++k)
+    out += fmt::format("{}const int64_t {} = ps_e[{}];\n", in,
+                       var_id(s.vars[static_cast<size_t>(red.rvars[k].slot)]), 4 + k);
+  out += fmt::format("{}const {}* ps_p = ps_buf + ps_e[2] + ps_f;\n", in, r);
+  std::string factor;
+  if (ps.factor) {
+    CppExprEmitter fe = emitter(s);
+    std::string fpre;
+    const std::string f = fe.emit(*ps.factor, fpre, in);
+    out += fpre + fmt::format("{}const {} ps_w = ({})({});\n", in, r, r, f);
+    factor = "ps_w * ";
+  }
+  for (int k = 0; k < kPlaneVectors; ++k) {
+    const std::string x = fmt::format("*(const ps_V*)(ps_p + {})", k * lanes);
+    if (sum) {
+      out += fmt::format("{}ps_a{} += {}{};\n", in, k, factor, x);
+    } else {  // the first NaN sticks: no later comparison with it holds
+      out += fmt::format(
+          "{}{{\n{}  const ps_V x = {};\n{}  ps_a{} = (x != x | x {} ps_a{}) ? x : ps_a{};\n{}}}\n", in, in,
+          x, in, k, red.reduce == te::ReduceOp::Max ? ">" : "<", k, k, in);
+    }
+  }
+  out += ind + "  }\n";
+  for (int k = 0; k < kPlaneVectors; ++k)
+    out += fmt::format("{}  *(ps_V*)(ps_acc + ps_f + {}) = ps_a{};\n", ind, k * lanes, k);
+  out += ind + "}\n";
+  // The rest of the statement per element.
+  out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, vi, vi, ho, vi);
+  out += fmt::format("{}  #pragma omp simd\n{}  for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, ind, vj, vj,
+                     wo, vj);
+  CppExprEmitter rest = emitter(s);
+  rest.substitute(&red, fmt::format("ps_acc[{} * ps_Wq + {}]", vi, vj));
+  std::string rpre;
+  const std::string store_line = assign(si, rest, rpre, ind + "    ");
+  out += rpre + store_line + ind + "  }\n" + ind + "}\n";
+  for (int k = 0; k < i; ++k) {
+    ind.resize(ind.size() - 2);
+    out += ind + "}\n";
+  }
+  return out + "    } else {\n" + emit_loops(g) + "    }\n  }\n";
+}
+
 std::string Lowering::emit_group(const Group& g) {
   if (auto mm = match_contraction(g)) {
     if (mm->classic) return emit_contraction(g, *mm);
@@ -1733,6 +2001,7 @@ std::string Lowering::emit_group(const Group& g) {
     return fmt::format("  if ({} >= 4 && {} * {} >= 32) {{\n", rows, rows, k) + emit_contraction(g, *mm) +
            "  } else {\n" + emit_loops(g) + "  }\n";
   }
+  if (const auto ps = plane_stencil(g)) return emit_plane_stencil(g, *ps);
   return emit_loops(g);
 }
 
@@ -2127,6 +2396,11 @@ std::string Lowering::run(const std::string& header) {
 
 std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o, const std::string& header) {
   return Lowering(c, o).run(header);
+}
+
+bool has_plane_stencil(const CheckedContract& c) {
+  return std::any_of(c.contract.compute.begin(), c.contract.compute.end(),
+                     [](const te::Stmt& s) { return match_plane_stencil(s).has_value(); });
 }
 
 }  // namespace cake::tracks::simd

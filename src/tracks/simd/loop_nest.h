@@ -52,9 +52,16 @@ struct LoopNestOptions {
   // The bf16 instantiation computes and accumulates in f32 whatever `compute` and `acc` say: a second copy
   // of the kernel body, emitted in f32 (bf16's gate, 2^-7, is 2^17 times f32's rounding error).
   bool bf16_f32 = false;
+  // A window reduction over the last two axes (depthwise convolution, pooling) packs each plane of its
+  // window once into phase planes and takes each tap as one contiguous update of a block of outputs held
+  // in registers, where enough taps and rows pay for the packing.
+  bool plane = false;
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);
+
+// Whether some statement of c is a window reduction over its last two axes that the `plane` option runs.
+bool has_plane_stencil(const CheckedContract& c);
 
 // The kernel source (kernel.cpp): includes cake_prelude.h and cake_math.h, defines cake_run.
 std::string lower_loop_nest(const CheckedContract& c, const LoopNestOptions& o,

@@ -106,6 +106,11 @@ class SimdTrack final : public Track {
     k.add_bool("interchange", true,
                "a reduction reading along the innermost axis (convolution, pooling) runs outside it, as "
                "vectorized updates of a row of accumulators");
+    if (simd::has_plane_stencil(c)) {
+      k.add_bool("plane", true,
+                 "a window reduction over the last two axes (depthwise convolution, pooling) packs each "
+                 "plane of its window once and updates blocks of outputs held in registers, tap by tap");
+    }
     k.add_bool("scan", true,
                "a sum whose upper bound rises with the innermost axis (cumsum) carries a running accumulator "
                "along it instead of summing each prefix anew");

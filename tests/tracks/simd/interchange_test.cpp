@@ -17,6 +17,7 @@
 #include "eval/conformance.h"
 #include "kernel_pair.h"
 #include "target/machine.h"
+#include "tracks/simd/loop_nest.h"
 #include "tracks/track.h"
 
 namespace cake {
@@ -41,9 +42,13 @@ TEST_P(Interchange, BitIdenticalToTheReductionInnermostNest) {
   const CheckedContract c =
       load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (GetParam().name + ".yaml")).string());
   std::string on_src, off_src;
-  // (conv2d's contraction skeleton off: it takes the cases with 4 output channels or more.)
-  const build::BuildResult on = lower_and_build(c, {{"interchange", "true"}, {"gemm", "false"}}, &on_src),
-                           off = lower_and_build(c, {{"interchange", "false"}, {"gemm", "false"}}, &off_src);
+  // (conv2d's contraction skeleton off: it takes the cases with 4 output channels or more; plane stencils
+  // off: they take the depthwise and pooling cases with enough taps and rows.)
+  nlohmann::json on_knobs{{"interchange", "true"}, {"gemm", "false"}},
+      off_knobs{{"interchange", "false"}, {"gemm", "false"}};
+  if (tracks::simd::has_plane_stencil(c)) on_knobs["plane"] = off_knobs["plane"] = "false";
+  const build::BuildResult on = lower_and_build(c, on_knobs, &on_src),
+                           off = lower_and_build(c, off_knobs, &off_src);
   ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
   ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
   ASSERT_NE(on_src.find("int64_t lo = 0, hi = "), std::string::npos) << "the interior split is generated";
