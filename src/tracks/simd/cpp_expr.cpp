@@ -141,8 +141,8 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
     const bool spans = ix.kind == ExprKind::Var && static_cast<size_t>(ix.slot) < s_.var_extent.size() &&
                        s_.var_extent[static_cast<size_t>(ix.slot)] &&
                        emit_size_expr(*s_.var_extent[static_cast<size_t>(ix.slot)]) == dim;
-    const bool in_range =
-        spans || uses(in_range_slot_) || (region != region_in_.end() && region->second && uses(region_slot_));
+    const bool in_range = spans || uses(in_range_slot_) || &e == all_in_ ||
+                          (region != region_in_.end() && region->second && uses(region_slot_));
     trusted.push_back(in_range);
     if (ix.kind == ExprKind::Var && (!e.padded || in_range)) {  // a plain variable: proven in range
       idx.push_back(emit(ix, pre, ind));

@@ -46,6 +46,9 @@ class CppExprEmitter {
   // Padded reads take every index that uses variable slot `slot` as in range (no bounds test, no clamp):
   // for the interior of a stencil row, where the caller has proven it.
   void assume_in_range_along(int slot) { in_range_slot_ = slot; }
+  // Padded read `read` takes every index as in range: the caller has tested all of them (an implicit
+  // GEMM's window, per run of columns, its row in range and its columns in the interior).
+  void assume_in_range(const te::Expr* read) { all_in_ = read; }
   // Padded reads whose range along variable `slot` is known over the loop being emitted: in (true: their
   // indices that use slot need no test) or out (false: the read is its pad value). For a loop split into
   // regions where each read is wholly in or out of range.
@@ -81,6 +84,7 @@ class CppExprEmitter {
   const te::Expr* stored_ = nullptr;  // the read emit_stored asked for
   int hoist_slot_ = -1;
   int in_range_slot_ = -1;
+  const te::Expr* all_in_ = nullptr;
   int region_slot_ = -1;
   std::map<const te::Expr*, bool> region_in_;
   std::string* hoist_ = nullptr;

@@ -1436,9 +1436,26 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
   } else {
     out += in + "const int64_t lo = ja, hi = jb;\n";
   }
+  // A run whose other indices (the window's row) are out of range is the pad value throughout; in the
+  // others, the interior's reads are tested for nothing (a conditional 16-bit load does not vectorize).
+  if (mm.b->padded) {
+    CppExprEmitter em = emitter(s);
+    std::string pre, in_range;
+    for (size_t a = 0; a + 1 < mm.b->args.size(); ++a) {
+      const std::string v = em.emit(*mm.b->args[a], pre, in);
+      in_range += fmt::format("{}(uint64_t)({}) < (uint64_t){}", in_range.empty() ? "" : " && ", v,
+                              dim(mm.b->slot, a));
+    }
+    const std::string pad = mm.b->pad_value ? em.emit(*mm.b->pad_value, pre, in) : "0";
+    out += pre + fmt::format(
+                     "{}if (!({})) {{\n{}  for (int64_t {} = ja; {} < jb; ++{}) dst[{}] = ({}){};\n{}  "
+                     "continue;\n{}}}\n",
+                     in, in_range.empty() ? "true" : in_range, in, jv, jv, jv, jv, acc_, pad, in, in);
+  }
   const auto step = [&](const std::string& from, const std::string& to, bool interior,
                         const std::string& i2) {
     CppExprEmitter em = emitter(s);
+    if (interior) em.assume_in_range(mm.b);
     if (interior) em.assume_in_range_along(j);
     std::string pre;
     const std::string value = em.emit(*mm.b, pre, i2 + "  ");
@@ -1510,7 +1527,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     return storage_[static_cast<size_t>(rd.slot)] == Storage::Input && !tensor(rd.slot).fixed_dtype;
   };
   const bool window = !mm.classic && windowed(g, mm);
-  const bool dot = o_.bf16_dot && mm.classic && raw_bf16(*mm.a) && raw_bf16(*mm.b);
+  // (An implicit GEMM's window packs to the accumulation type first, then to pairs: its values are bf16's.)
+  const bool dot = o_.bf16_dot && (mm.classic || window) && raw_bf16(*mm.a) && raw_bf16(*mm.b);
   // Operands read in place, B not packed (docs/tracks.md): matrix times vector and its transpose (one
   // column or one row of C, A and B contiguous along k) as dot products along k, where a register tile
   // would fill one lane or one row; and the full panels of B for an A of at most 4·MR rows. The operands'
@@ -1557,8 +1575,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
       "    #pragma omp parallel{}{}\n    {{\n", omp_threads(),
       work_if("nbatch * cI * cJ * cK", fmt::format("{} * {} * {} * {}", nb, ext_i, ext_j, ext_k)));
   if (dot) {
-    out += fmt::format("      {}* bp = cake_scratch<{}>({}, kDot ? 0 : (size_t)(cK * NR));\n", acc_t, acc_t,
-                       next_scratch_++);
+    out += fmt::format("      {}* bp = cake_scratch<{}>({}, {}(size_t)(cK * NR));\n", acc_t, acc_t,
+                       next_scratch_++, window ? "" : "kDot ? 0 : ");
     out += fmt::format(
         "      uint32_t* bq = cake_scratch<uint32_t>({}, kDot ? (size_t)((cK + 1) / 2 * NR) : 0);\n",
         next_scratch_++);
@@ -1617,7 +1635,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   if (!mm.classic) {
     bool batched_a = false;
     for (int b = 0; b < mm.row; ++b) batched_a = batched_a || uses_var(*mm.a, b);
-    out += fmt::format("{}if (ap_batch != {}) {{\n", ind, batched_a ? "bt" : "0");
+    // (The bf16 dot product reads A in place.)
+    out += fmt::format("{}if ({}ap_batch != {}) {{\n", ind, dot ? "!kDot && " : "", batched_a ? "bt" : "0");
     out += fmt::format("{}  ap_batch = {};\n", ind, batched_a ? "bt" : "0");
     out += ind + "  for (int64_t i0 = 0; i0 < cI; i0 += MR)\n";
     out += ind + "    for (int r = 0; r < MR; ++r) {\n";
@@ -1638,7 +1657,19 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
                 "{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n",
                 ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
   const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
-  if (dot) {
+  if (dot && window) {
+    out += ind + "if constexpr (kDot) {\n" + pack_b;
+    out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
+    out += ind + "    #pragma omp simd\n";
+    out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";
+    out += ind + "      const uint32_t lo = cake_f32_to_bf16((float)bp[2 * k2 * NR + c]);\n";
+    out += ind +
+           "      const uint32_t hi = 2 * k2 + 1 < cK ? cake_f32_to_bf16((float)bp[(2 * k2 + 1) * NR + c]) : "
+           "0;\n";
+    out += ind + "      bq[k2 * NR + c] = lo | hi << 16;\n";
+    out += ind + "    }\n";
+    out += ind + "} else {\n" + pack_b + ind + "}\n";
+  } else if (dot) {
     out += ind + "if constexpr (kDot) {\n";
     out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
     out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";

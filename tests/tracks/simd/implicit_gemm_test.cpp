@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, ImplicitGemm,
                                      "{ y: [N, O, H, W] }",
                                      {{{"N", 3}, {"C", 5}, {"O", 7}, {"H", 2}, {"W", 9}},
                                       {{"N", 2}, {"C", 9}, {"O", 4}, {"H", 1}, {"W", 40}}},
-                                     "if (ap_batch != bt)"}),
+                                     "ap_batch != bt) {"}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
