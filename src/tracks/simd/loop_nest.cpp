@@ -566,7 +566,6 @@ std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const
 }
 
 namespace {
-
 // e as c·j + o with c and o free of variable slot j, both as C expressions; nullopt when e is not of that
 // form (j under a division, a call or a read, or multiplied by itself). A size symbol that multiplies j (a
 // stride) is named in *stride, as its C identifier.
@@ -1888,9 +1887,10 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
     out += pre + fmt::format("{}int64_t* ps_e = ps_tab + ps_n++ * {};\n", ind, per_tap);
     out += fmt::format("{}ps_e[0] = {};\n{}ps_e[1] = {};\n{}ps_e[2] = {};\n{}ps_e[3] = {};\n", ind,
                        row->second, ind, col->second, ind, row->first, ind, col->first);
-    for (size_t k = 0; k < red.rvars.size(); ++k)
+    for (size_t k = 0; k < red.rvars.size(); ++k) {
       out += fmt::format("{}ps_e[{}] = {};\n", ind, 4 + k,
                          var_id(s.vars[static_cast<size_t>(red.rvars[k].slot)]));
+    }
   }
   for (size_t k = 0; k < red.rvars.size(); ++k) {
     ind.resize(ind.size() - 2);
@@ -1977,9 +1977,10 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
   out += fmt::format("{}  for (int64_t ps_t = 0; ps_t < ps_K; ++ps_t) {{\n", ind);
   const std::string in = ind + "    ";
   out += fmt::format("{}const int64_t* ps_e = ps_tab + ps_t * {};\n", in, per_tap);
-  for (size_t k = 0; k < red.rvars.size(); ++k)
+  for (size_t k = 0; k < red.rvars.size(); ++k) {
     out += fmt::format("{}const int64_t {} = ps_e[{}];\n", in,
                        var_id(s.vars[static_cast<size_t>(red.rvars[k].slot)]), 4 + k);
+  }
   out += fmt::format("{}const {}* ps_p = ps_buf + ps_e[2] + ps_f;\n", in, r);
   std::string factor;
   if (ps.factor) {

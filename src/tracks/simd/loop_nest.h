@@ -14,7 +14,10 @@
 // register-blocked contraction skeleton: matmul's form, and an implicit GEMM whose rows are one domain
 // axis, whose columns are the axes after it and whose k is several reduction variables (convolution: O ×
 // Ho·Wo × C·KH·KW per image, its padded input window packed by strided copies). An elementwise statement
-// at its domain's own offsets with short rows runs as one loop over the flattened domain.
+// at its domain's own offsets with short rows runs as one loop over the flattened domain. A window
+// reduction over the last two axes (depthwise convolution, pooling) packs each plane of its window once,
+// into phase planes by the strides, and runs each tap as one contiguous update of output blocks held in
+// registers.
 #pragma once
 
 #include <string>
