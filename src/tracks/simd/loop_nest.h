@@ -17,7 +17,8 @@
 // at its domain's own offsets with short rows runs as one loop over the flattened domain. A window
 // reduction over the last two axes (depthwise convolution, pooling) packs each plane of its window once,
 // into phase planes by the strides, and runs each tap as one contiguous update of output blocks held in
-// registers.
+// registers. A sum of a vector with rows picked by the innermost axis (attention's scores) runs as dot
+// products of several contiguous rows at a time.
 #pragma once
 
 #include <string>
