@@ -520,9 +520,10 @@ namespace {
 // Rows shorter than this keep the reduction innermost (an interchanged update loop this short would run
 // scalar with its loop overhead per reduction step).
 constexpr int kInterchangeMinRow = 16;
-constexpr int kRegionsMinRow = 64;   // emit_range_regions
-constexpr int kFlatRowsBelow = 256;  // emit_loops: flat elementwise statements with shorter rows
-constexpr int kRowDotsMinTerms = 8;  // emit_row_dots: sums of fewer terms keep the reduction loop
+constexpr int kInterchangeBlock = 4;  // emit_interchanged: vectors of a row block held in registers
+constexpr int kRegionsMinRow = 64;    // emit_range_regions
+constexpr int kFlatRowsBelow = 256;   // emit_loops: flat elementwise statements with shorter rows
+constexpr int kRowDotsMinTerms = 8;   // emit_row_dots: sums of fewer terms keep the reduction loop
 }  // namespace
 
 // The loops over axes [prefix, n_domain) of statement si and the element computation inside them; a
@@ -891,18 +892,64 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
   const char* identity = red.reduce == te::ReduceOp::Sum   ? "0"
                          : red.reduce == te::ReduceOp::Max ? "-INFINITY"
                                                            : "INFINITY";
-  open(jv, "0", row, true);
+  // One element's update from term x, in the reduction's order.
+  const auto update = [&](const std::string& target) {
+    if (select) {  // the first NaN sticks: no later comparison with it holds
+      return fmt::format("{}{} = x != x || x {} {} ? x : {};\n", ind, target,
+                         red.reduce == te::ReduceOp::Max ? ">" : "<", target, target);
+    }
+    return fmt::format("{}{} += x;\n", ind, target);
+  };
+  const auto open_taps = [&] {
+    CppExprEmitter outer = emitter(s);
+    for (const te::ReduceVar& rv : red.rvars) {
+      const std::string v = var_id(s.vars.at(static_cast<size_t>(rv.slot)));
+      std::string pre;
+      const std::string lo = rv.lo ? outer.emit(*rv.lo, pre, ind) : "0";
+      const std::string hi = rv.lo ? outer.emit(*rv.hi, pre, ind) : emit_size_expr(*rv.extent);
+      out += pre;
+      open(v, lo, hi, false);
+    }
+  };
+  // Without padded reads along j there are no borders, and the row runs in blocks of kInterchangeBlock
+  // vectors, then of one, whose partial results stay in registers over all reduction steps (the row in
+  // memory costs a load and a store per step); the rest of the row (under a vector) as below.
+  const bool blocked = !te::any_of(*red.args[0], [&](const Expr& e) {
+    return e.kind == ExprKind::Read && e.padded && uses_var(*e.args.back(), j);
+  });
+  std::string from = "0";
+  if (blocked && o_.vectorize) {
+    from = "ib_" + a;
+    out += fmt::format("{}int64_t {} = 0;\n", ind, from);
+    // Blocks of kInterchangeBlock vectors, then of one vector.
+    for (const int vectors : {kInterchangeBlock, 1}) {
+      const int block = vectors * 64 / (acc == "float" ? 4 : 8);
+      out += fmt::format("{}for (; {} + {} <= {}; {} += {}) {{\n", ind, from, block, row, from, block);
+      ind += "  ";
+      out += fmt::format("{}alignas(64) {} blk[{}];\n", ind, acc, block);
+      out += fmt::format("{}#pragma omp simd\n{}for (int l = 0; l < {}; ++l) blk[l] = {};\n", ind, ind, block,
+                         identity);
+      open_taps();
+      out += fmt::format("{}#pragma omp simd\n{}for (int l = 0; l < {}; ++l) {{\n", ind, ind, block);
+      ind += "  ";
+      out += fmt::format("{}const int64_t {} = {} + l;\n", ind, jv, from);
+      CppExprEmitter em = emitter(s);
+      std::string pre;
+      const std::string term = em.emit(*red.args[0], pre, ind);
+      out += pre + fmt::format("{}const {} x = ({}){};\n", ind, acc, acc, term) + update("blk[l]");
+      ind.resize(ind.size() - 2);
+      out += ind + "}\n";
+      for (size_t d = 0; d < red.rvars.size(); ++d) close();
+      out += fmt::format("{}#pragma omp simd\n{}for (int l = 0; l < {}; ++l) {}[{} + l] = blk[l];\n", ind,
+                         ind, block, a, from);
+      close();
+    }
+  }
+  open(jv, from, row, true);
   out += fmt::format("{}{}[{}] = {};\n", ind, a, jv, identity);
   close();
+  open_taps();
   CppExprEmitter outer = emitter(s);
-  for (const te::ReduceVar& rv : red.rvars) {
-    const std::string v = var_id(s.vars.at(static_cast<size_t>(rv.slot)));
-    std::string pre;
-    const std::string lo = rv.lo ? outer.emit(*rv.lo, pre, ind) : "0";
-    const std::string hi = rv.lo ? outer.emit(*rv.hi, pre, ind) : emit_size_expr(*rv.extent);
-    out += pre;
-    open(v, lo, hi, false);
-  }
   // One reduction step over j in [from, to).
   const auto step = [&](const std::string& from, const std::string& to, bool interior) {
     open(jv, from, to, true);
@@ -910,13 +957,8 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     if (interior) em.assume_in_range_along(j);
     std::string pre;
     const std::string term = em.emit(*red.args[0], pre, ind);
-    out += pre + fmt::format("{}const {} x = ({}){};\n", ind, acc, acc, term);
-    if (select) {  // the first NaN sticks: no later comparison with it holds
-      out += fmt::format("{}{}[{}] = x != x || x {} {}[{}] ? x : {}[{}];\n", ind, a, jv,
-                         red.reduce == te::ReduceOp::Max ? ">" : "<", a, jv, a, jv);
-    } else {
-      out += fmt::format("{}{}[{}] += x;\n", ind, a, jv);
-    }
+    out += pre + fmt::format("{}const {} x = ({}){};\n", ind, acc, acc, term) +
+           update(fmt::format("{}[{}]", a, jv));
     close();
   };
   // The interior from each padded read's last index c·j + o and extent W: ceil(-o / c) <= j <= floor((W - 1
@@ -956,7 +998,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     }
     step("hi", row, false);
   } else {
-    step("0", row, false);
+    step(from, row, false);
   }
   for (size_t d = 0; d < red.rvars.size(); ++d) close();
   open(jv, "0", row, true);
