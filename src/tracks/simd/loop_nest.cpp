@@ -171,7 +171,7 @@ std::optional<PlaneStencil> match_plane_stencil(const Stmt& s) {
 }
 
 // A sum along d of two plain reads (unpadded inputs, d their last index alone and in no other), one free
-// of statement's innermost axis j (the vector: q[.., d]) and one that picks a row by j (k[.., j, d]): per
+// of the statement's innermost axis j (the vector: q[.., d]) and one that picks a row by j (k[.., j, d]): per
 // j, a dot product of two contiguous rows (attention's scores sc[b, h, i, j] = Σ_d q[b, h, i, d] ·
 // k[b, h, j, d]).
 struct RowDots {
@@ -697,7 +697,7 @@ std::optional<RowDots> Lowering::row_dots(int si, int prefix) const {
   return RowDots{red, uses_var(x, j) ? &y : &x, uses_var(x, j) ? &x : &y};
 }
 
-// Statement si over its innermost axis j as row dot products rd: the rows of MR consecutive j at a time
+// Statement si over its innermost axis j as row dot products rd: the rows of six consecutive j at a time
 // against the vector (cake_gemm::dot_rows: one vector of partial sums per row, each load of the vector
 // serving all of them), both read in place and widened to the accumulation type; then the rest of the
 // statement per j. One horizontal sum per output instead of a reduction loop each.
