@@ -1594,8 +1594,7 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
   const auto step = [&](const std::string& from, const std::string& to, bool interior,
                         const std::string& i2) {
     CppExprEmitter em = emitter(s);
-    if (interior) em.assume_in_range(mm.b);
-    if (interior) em.assume_in_range_along(j);
+    if (interior) em.assume_in_range(mm.b);  // every index: the run's row was tested above
     std::string pre;
     const std::string value = em.emit(*mm.b, pre, i2 + "  ");
     return fmt::format("{}{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  dst[{}] = ({}){};\n{}}}\n", i2,
@@ -2036,6 +2035,7 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   }
+  const std::string work = extents_product(s, 0, n);
   // One pair of strides for all taps; the span of h and g; each tap's offset into the phase planes.
   out += fmt::format(
       "    const int64_t ps_Si = ps_K > 0 ? ps_tab[2] : 0, ps_Sj = ps_K > 0 ? ps_tab[3] : 0;\n"
@@ -2059,10 +2059,8 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
       "        const int64_t dy = e[0] - ps_hmin, dx = e[1] - ps_gmin;\n"
       "        e[2] = ((dy % ps_Si) * ps_Sj + dx % ps_Sj) * ps_plane + (dy / ps_Si) * ps_Wq + dx / ps_Sj;\n"
       "      }}\n",
-      per_tap, kPlaneMinTaps, ho, kPlaneMinRows, extents_product(s, 0, n), kPlaneMinWork, wo, block - 1,
-      block);
+      per_tap, kPlaneMinTaps, ho, kPlaneMinRows, work, kPlaneMinWork, wo, block - 1, block);
   ind = "      ";
-  const std::string work = extents_product(s, 0, n);
   if (i > 0) {
     out += fmt::format("{}#pragma omp parallel for{} schedule(static){}{}\n", ind,
                        i > 1 ? fmt::format(" collapse({})", i) : "", omp_threads(), work_if(work));
