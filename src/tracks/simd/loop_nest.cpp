@@ -77,6 +77,26 @@ std::string serial_copy(const std::string& body, const std::string& name) {
   return out;
 }
 
+// Appends three copies of a loop to `out`, under `if (STRIDE == 1)`, `else if (STRIDE == 2)` and `else`,
+// the first two with STRIDE shadowed by its constant: a stride known at compile time makes strided loads
+// permutes instead of gathers (2x on maxpool2d's stride-2 cases). `body` appends one copy at `ind`, which
+// is one level deeper while it runs.
+void stride_specialized(const std::string& stride, std::string& out, std::string& ind,
+                        const std::function<void()>& body) {
+  for (const int k : {1, 2}) {
+    out += fmt::format("{}{}if ({} == {}) {{\n", ind, k == 1 ? "" : "} else ", stride, k);
+    ind += "  ";
+    out += fmt::format("{}const int64_t {} = {};\n", ind, stride, k);
+    body();
+    ind.resize(ind.size() - 2);
+  }
+  out += ind + "} else {\n";
+  ind += "  ";
+  body();
+  ind.resize(ind.size() - 2);
+  out += ind + "}\n";
+}
+
 enum class Storage { Input, Direct, Buffer, RowLocal };
 
 // A run of statements in execution order; fused when `prefix` > 0 (their first `prefix` axes are shared).
@@ -980,19 +1000,7 @@ std::string Lowering::emit_interchanged(int si, int prefix, const std::string& i
     out += fmt::format("{}lo = cake_min64(lo, {});\n{}hi = cake_max64(hi, lo);\n", ind, row, ind);
     step("0", "lo", false);
     if (!stride.empty()) {
-      // A stride known at compile time makes strided reads permutes instead of gathers (2x on maxpool2d's
-      // stride-2 cases): strides 1 and 2 get their own copy, the size shadowed by a constant.
-      for (const int k : {1, 2}) {
-        out += fmt::format("{}{}if ({} == {}) {{\n", ind, k == 1 ? "" : "} else ", stride, k);
-        ind += "  ";
-        out += fmt::format("{}const int64_t {} = {};\n", ind, stride, k);
-        step("lo", "hi", true);
-        ind.resize(ind.size() - 2);
-      }
-      out += ind + "} else {\n";
-      ind += "  ";
-      step("lo", "hi", true);
-      close();
+      stride_specialized(stride, out, ind, [&] { step("lo", "hi", true); });
     } else {
       step("lo", "hi", true);
     }
@@ -1608,12 +1616,7 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
     affine_in(*mm.b->args.back(), j, em, pre, in, &stride);
   }
   if (!stride.empty() && o_.vectorize) {
-    for (const int k : {1, 2}) {
-      out += fmt::format("{}{}if ({} == {}) {{\n{}  const int64_t {} = {};\n", in, k == 1 ? "" : "} else ",
-                         stride, k, in, stride, k);
-      out += step("lo", "hi", true, in + "  ");
-    }
-    out += in + "} else {\n" + step("lo", "hi", true, in + "  ") + in + "}\n";
+    stride_specialized(stride, out, in, [&] { out += step("lo", "hi", true, in); });
   } else {
     out += step("lo", "hi", true, in);
   }
@@ -2092,15 +2095,12 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
       "{0}      const int64_t lo = ps_in ? ps_lo : ps_Wq, hi = ps_in ? ps_hi : ps_Wq;\n"
       "{0}      for (int64_t ps_q = 0; ps_q < lo; ++ps_q) ps_d[ps_q] = {4};\n",
       ind, wx, r, hx, pad);
-  // A stride known at compile time makes the strided loads permutes instead of gathers.
-  const std::string copy = fmt::format(
-      "{0}        #pragma omp simd\n{0}        for (int64_t ps_q = lo; ps_q < hi; ++ps_q) ps_d[ps_q] = "
-      "{1};\n",
-      ind, element);
-  out += fmt::format(
-      "{0}      if (ps_Sj == 1) {{\n{0}        const int64_t ps_Sj = 1;\n{1}{0}      }} else if (ps_Sj == 2) "
-      "{{\n{0}        const int64_t ps_Sj = 2;\n{1}{0}      }} else {{\n{1}{0}      }}\n",
-      ind, copy);
+  std::string row_ind = ind + "      ";
+  stride_specialized("ps_Sj", out, row_ind, [&] {
+    out +=
+        fmt::format("{0}#pragma omp simd\n{0}for (int64_t ps_q = lo; ps_q < hi; ++ps_q) ps_d[ps_q] = {1};\n",
+                    row_ind, element);
+  });
   out += fmt::format(
       "{0}      for (int64_t ps_q = hi; ps_q < ps_Wq; ++ps_q) ps_d[ps_q] = {1};\n{0}    }}\n{0}  }}\n{0}}}\n",
       ind, pad);
