@@ -30,12 +30,15 @@ static inline T cake_fmin(T a, T b) {
   return (a != a || b != b) ? a + b : (a < b ? a : b);
 }
 
+// NaN needs no test: it passes the clamp (both comparisons are false) and the arithmetic, and no step
+// converts it to an integer (2^n comes from the bits of the rounding sum, not from a conversion of n).
 static inline float cake_exp(float x) {
-  const bool nan = x != x;
-  float xc = nan ? 0.0f : x;
-  xc = xc < -104.0f ? -104.0f : (xc > 89.0f ? 89.0f : xc);
-  // x = n ln2 + r, |r| <= ln2/2; n rounded to nearest by the 1.5 * 2^23 trick (exact for |n| < 2^22).
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  // x = n ln2 + r, |r| <= ln2/2; n rounded to nearest by the 1.5 * 2^23 trick (exact for |n| < 2^22): the
+  // sum k's low mantissa bits hold n + 2^22, so n as an integer is k's bits less those of 1.5 * 2^23.
+  const float k = xc * 1.44269504088896341f + 12582912.0f;
+  const float n = k - 12582912.0f;
   float r = xc - n * 0.693145751953125f;  // ln2, high part (exact product)
   r = r - n * 1.428606765330187e-06f;     // ln2, low part
   // The degree-7 Taylor polynomial in Estrin's form (three dependent steps instead of seven).
@@ -43,12 +46,11 @@ static inline float cake_exp(float x) {
   const float p = ((1.0f / 6.0f * r + 0.5f) * r2 + (r + 1.0f)) +
                   ((1.0f / 5040.0f * r + 1.0f / 720.0f) * r2 + (1.0f / 120.0f * r + 1.0f / 24.0f)) * r4;
   // 2^n as two factors so results reach down into the subnormals and up to infinity.
-  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t ni = std::bit_cast<int32_t>(k) - 0x4b400000;
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   const float s1 = std::bit_cast<float>(static_cast<uint32_t>(n1 + 127) << 23);
   const float s2 = std::bit_cast<float>(static_cast<uint32_t>(n2 + 127) << 23);
-  const float y = p * s1 * s2;
-  return nan ? x : y;
+  return p * s1 * s2;
 }
 static inline double cake_exp(double x) {
   return std::exp(x);
