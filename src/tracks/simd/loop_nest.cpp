@@ -2107,12 +2107,10 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
   if (storage_[static_cast<size_t>(win.slot)] == Storage::Input) {
     std::vector<std::string> last(at.begin(), at.end() - 1);
     last.push_back("ps_o + ps_Sj * (ps_hv - 1)");
-    std::string numel = "INT64_C(1)";
-    for (size_t a = 0; a < nd; ++a) numel += " * " + dim(win.slot, a);
     out += fmt::format(
         "{0}      int64_t ps_hv = sizeof({1}[0]) < sizeof({2}) && hi > lo && hi - lo < {3} ? lo + {3} : hi;\n"
         "{0}      if (ps_hv > hi && ({4}) >= {5}) ps_hv = hi;\n",
-        ind, tensor_id(tensor(win.slot).name), r, lanes, linear(win.slot, last, 0), numel);
+        ind, tensor_id(tensor(win.slot).name), r, lanes, linear(win.slot, last, 0), numel(win.slot));
     copy_end = "ps_hv";
   }
   std::string row_ind = ind + "      ";
