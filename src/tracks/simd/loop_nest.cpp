@@ -2163,11 +2163,16 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
   // The rest of the statement per element. Where it reads nothing along j, stores straight to the output
   // and converts to a narrower type, a row shorter than a vector is stored as one vector, running on into
   // the rows after it (stored later, in order), except where that would pass the plane's last output.
-  int j_uses = 0;
-  te::any_of(*s.rhs, [&](const Expr& e) { return j_uses += e.kind == ExprKind::Var && e.slot == j, false; });
-  te::any_of(red, [&](const Expr& e) { return j_uses -= e.kind == ExprKind::Var && e.slot == j, false; });
+  const auto uses_of_j = [&](const Expr& e) {
+    int uses = 0;
+    te::any_of(e, [&](const Expr& x) {
+      uses += x.kind == ExprKind::Var && x.slot == j;
+      return false;
+    });
+    return uses;
+  };
   std::string row_end = wo;
-  if (j_uses == 0 && storage_[static_cast<size_t>(s.tensor)] == Storage::Direct) {
+  if (uses_of_j(*s.rhs) == uses_of_j(red) && storage_[static_cast<size_t>(s.tensor)] == Storage::Direct) {
     out += fmt::format("{}const int64_t ps_Wv = sizeof({}[0]) < sizeof({}) && {} < {} ? {} : {};\n", ind,
                        tensor_id(tensor(s.tensor).name), r, wo, lanes, lanes, wo);
     row_end = "ps_jn";

@@ -3,8 +3,9 @@
 // of outputs held in registers, tap by tap in the reduction's order. On small-integer inputs every sum is
 // exact, so a plane kernel must give the bits of its twin without plane stencils (the nest), and NaNs and
 // -infs must come out alike from max pooling, over strides 1 to 3, padding as wide as the window allows,
-// dilated windows, rows of one output and rows shorter than a vector. A copy of the plane kernel whose tap
-// update is wrong shows which cases took the plane path.
+// dilated windows, rows of one output and rows shorter than a vector, and with a rest of the statement that
+// reads along the rows. A copy of the plane kernel whose tap update is wrong shows which cases took the
+// plane path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,6 +128,10 @@ INSTANTIATE_TEST_SUITE_P(
                           {"Wo: (W + 2*P - KW) / S + 1", "Wo: (W + 2*P - 2*KW + 1) / S + 1"},
                           {"x?[n, c, i*S + ky - P, j*S + kx - P]",
                            "x?[n, c, i*S + 2*ky - P, j*S + 2*kx - P]"}},
+                         "ps_a0 += ps_w * ",
+                         "ps_a0 += 2 * ps_w * "},
+                      Op{"depthwise_conv2d+residual",  // the rest of the statement reads along j
+                         {{"b: [C] }", "b: [C], r: [N, C, Ho, Wo] }"}, {"+ b[c]", "+ b[c] + r[n, c, i, j]"}},
                          "ps_a0 += ps_w * ",
                          "ps_a0 += 2 * ps_w * "},
                       Op{"maxpool2d",
