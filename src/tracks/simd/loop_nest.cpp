@@ -271,6 +271,7 @@ class Lowering {
   std::string k_extent(const Stmt& s, const Contraction& mm) const;
   std::string window_table(const Group& g, const Contraction& mm, const std::string& ind);
   std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind);
+  std::string wide_elements(const Expr& rd) const;
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
@@ -1628,6 +1629,16 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
   return out;
 }
 
+// A C++ constant expression: whether the tensor rd reads stores elements of 32 bits or more (in the operator
+// dtype, that depends on the instantiation; an intermediate holds the compute type).
+std::string Lowering::wide_elements(const Expr& rd) const {
+  const TensorInfo& t = tensor(rd.slot);
+  const Storage st = storage_[static_cast<size_t>(rd.slot)];
+  if (st == Storage::Buffer || st == Storage::RowLocal) return "true";
+  if (!t.fixed_dtype) return "(sizeof(typename IO::T) >= 4)";
+  return dtype_size(*t.fixed_dtype) >= 4 ? "true" : "false";
+}
+
 // The column variables of a panel's columns j0 + c (c < NR; past jn, those of the last column), decoded
 // from j0 once and carried along (no division per column).
 std::string Lowering::decode_columns(const Group& g, const Contraction& mm, const std::string& ind) {
@@ -1789,8 +1800,16 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += decode_columns(g, mm, ind);
   }
   out += ind + "if (!gemv && !gemv_t && !direct) {\n";
+  // A window's strided copies pay per run of a panel's columns (one output row each), so a panel over
+  // short rows pays per few elements; 32-bit elements gather per column instead, which measured faster on
+  // every f32 conv2d shape tried, from 13 to 56 columns per row (docs/tracks.md). 16-bit elements have no
+  // vector gather and keep the copies.
+  const std::string window_pack =
+      window ? fmt::format("{}if constexpr ({}) {{\n{}{}}} else {{\n{}{}}}\n", ind, wide_elements(*mm.b),
+                           pack_b_expr(g, mm, ind + "  "), ind, pack_b_window(g, mm, ind + "  "), ind)
+             : "";
   const std::string pack_b =
-      window ? pack_b_window(g, mm, ind)
+      window ? window_pack
       : !mm.classic
           ? pack_b_expr(g, mm, ind)
           : fmt::format(
