@@ -20,6 +20,15 @@ namespace cake_gemm {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The 16 bits of element i of p, taken from the aligned 32-bit word that holds them: in a vectorized loop
+// this is a 32-bit gather (there is no 16-bit one), and the word never leaves the element's aligned 4 bytes.
+typedef uint32_t __attribute__((may_alias)) word32;
+static inline uint16_t bits16(const uint16_t* p, int64_t i) {
+  const char* base = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+  const int64_t at = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) & 3) + 2 * i;
+  return static_cast<uint16_t>(*reinterpret_cast<const word32*>(base + (at & ~int64_t{3})) >> ((at & 2) * 8));
+}
+
 template <class Acc>
 constexpr int64_t lanes() {
   return static_cast<int64_t>(hn::MaxLanes(hn::ScalableTag<Acc>()));

@@ -272,6 +272,7 @@ class Lowering {
   std::string window_table(const Group& g, const Contraction& mm, const std::string& ind);
   std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind);
   std::string wide_elements(const Expr& rd) const;
+  std::string pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
@@ -1502,6 +1503,45 @@ std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const s
   return out;
 }
 
+// The bf16 dot product's panel of a window taken straight from B's bits (kDot): each column's element per
+// k gathered as stored (cake_gemm::bits16; zero out of range) into bh, then paired along k into bq. No
+// conversion to the accumulation type and back, and no copy per run of columns.
+std::string Lowering::pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind) {
+  const Stmt& s = stmt(g.stmts.front());
+  const int n = s.n_domain;
+  const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
+  std::string out =
+      fmt::format("{}uint16_t* bh = cake_scratch<uint16_t>({}, (size_t)(cK * NR));\n", ind, next_scratch_++);
+  out += ind + "{\n";
+  for (int a = 0; a < mm.row; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var(a), a);
+  out += ind + "  int64_t k = 0;\n";
+  std::string in = ind + "  ";
+  out += k_loops(s, mm, in);
+  const std::string body = in + "    ";
+  out += in + "{\n" + in + "  #pragma omp simd\n" + in + "  for (int64_t c = 0; c < NR; ++c) {\n";
+  for (int a = mm.row + 1; a < n; ++a)
+    out += fmt::format("{}const int64_t {} = colv{}[c];\n", body, var(a), a);
+  CppExprEmitter em = emitter(s);
+  std::string pre, in_range = "c < jn";
+  std::vector<std::string> idx;
+  for (size_t a = 0; a < mm.b->args.size(); ++a) {
+    const std::string v = em.emit(*mm.b->args[a], pre, body);
+    pre += fmt::format("{}const int64_t bx{} = {};\n", body, a, v);
+    in_range += fmt::format(" && (uint64_t)bx{} < (uint64_t){}", a, dim(mm.b->slot, a));
+    idx.push_back(fmt::format("(bin ? bx{} : 0)", a));
+  }
+  out += pre + fmt::format("{}const bool bin = {};\n", body, in_range);
+  out += fmt::format("{}const uint16_t v = cake_gemm::bits16({}, {});\n", body,
+                     tensor_id(tensor(mm.b->slot).name), linear(mm.b->slot, idx, 0));
+  out += body + "bh[k * NR + c] = bin ? v : (uint16_t)0;\n";
+  out += in + "  }\n" + in + "  ++k;\n" + in + "}\n" + ind + "}\n";
+  out += ind + "for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n" + ind + "  #pragma omp simd\n";
+  out += ind + "  for (int64_t c = 0; c < NR; ++c)\n";
+  out += ind + "    bq[k2 * NR + c] = (uint32_t)bh[2 * k2 * NR + c] |\n";
+  out += ind + "                      (2 * k2 + 1 < cK ? (uint32_t)bh[(2 * k2 + 1) * NR + c] : 0u) << 16;\n";
+  return out;
+}
+
 // Whether b reads a window along the last column axis j (convolution's x?[.., j·S + kx − P]): j only in
 // b's last index, affinely, with that index using no other domain variable and no data. Then each run of a
 // panel's columns with one value of the other column variables packs as a strided copy along j, whose
@@ -1818,7 +1858,15 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
                 ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
   const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
   if (dot && window) {
-    out += ind + "if constexpr (kDot) {\n" + pack_b;
+    // Rows of at most 24 columns gather B's bits (pack_b_bits); longer rows repay the copies
+    // (docs/tracks.md).
+    out += ind + "if constexpr (kDot) {\n";
+    if (!mm.b->pad_value) {
+      out +=
+          fmt::format("{}if ({} <= 24) {{\n", ind, emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]));
+      out += pack_b_bits(g, mm, ind + "  ") + ind + "} else {\n";
+    }
+    out += pack_b;
     out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
     out += ind + "    #pragma omp simd\n";
     out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";
@@ -1828,6 +1876,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
            "0;\n";
     out += ind + "      bq[k2 * NR + c] = lo | hi << 16;\n";
     out += ind + "    }\n";
+    if (!mm.b->pad_value) out += ind + "}\n";
     out += ind + "} else {\n" + pack_b + ind + "}\n";
   } else if (dot) {
     out += ind + "if constexpr (kDot) {\n";
