@@ -169,7 +169,7 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
   }
   const bool stored = &e == stored_;
   std::string value;
-  if (!e.padded) {
+  if (!e.padded || (stored && inside.empty())) {  // (emit_stored: a padded read proven in range)
     value = access_(e.slot, idx, stored);
   } else {
     const std::string ok = id + "_in";
@@ -187,8 +187,8 @@ std::string CppExprEmitter::read(const Expr& e, std::string& pre_in, const std::
 }
 
 std::string CppExprEmitter::emit_stored(const Expr& e, std::string& pre, const std::string& ind) {
-  if (e.kind != ExprKind::Read || e.padded)
-    throw Error("simd: emit_stored takes a non-padded read, not '" + te::print_expr(e) + "'");
+  if (e.kind != ExprKind::Read || (e.padded && all_in_ != &e))
+    throw Error("simd: emit_stored takes a read that needs no bounds test, not '" + te::print_expr(e) + "'");
   stored_ = &e;
   std::string value = read(e, pre, ind);
   stored_ = nullptr;

@@ -29,8 +29,8 @@ class CppExprEmitter {
 
   // Emits e; statements it needs first are appended to pre (each line prefixed with indent).
   std::string emit(const te::Expr& e, std::string& pre, const std::string& indent);
-  // Emits a non-padded read as the element is stored (no conversion to the compute type), for a statement
-  // that copies it: its bits move.
+  // Emits a read as the element is stored (no conversion to the compute type), for a statement that copies
+  // it: its bits move. A padded read only where assume_in_range has proven it in range.
   std::string emit_stored(const te::Expr& read, std::string& pre, const std::string& indent);
   // Loop-invariant reads and calls: a read or a function call outside any reduction that does not use
   // variable slot `slot` is emitted once into *hoist (placed before the loop over that variable) instead of

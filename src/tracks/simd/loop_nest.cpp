@@ -270,7 +270,9 @@ class Lowering {
   bool windowed(const Group& g, const Contraction& mm) const;
   std::string k_extent(const Stmt& s, const Contraction& mm) const;
   std::string window_table(const Group& g, const Contraction& mm, const std::string& ind);
-  std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind);
+  std::string pack_b_window(const Group& g, const Contraction& mm, const std::string& ind, bool bits = false);
+  std::string b_bits(const Stmt& s, const Contraction& mm, std::string& pre, const std::string& ind,
+                     const std::string& test);
   std::string wide_elements(const Expr& rd) const;
   std::string pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
@@ -1503,16 +1505,37 @@ std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const s
   return out;
 }
 
-// The bf16 dot product's panel of a window taken straight from B's bits (kDot): each column's element per
-// k gathered as stored (cake_gemm::bits16; zero out of range) into bh, then paired along k into bq. No
-// conversion to the accumulation type and back, and no copy per run of columns.
+// The bits of b's element at the current point as stored, or its pad value's bits where an index is out of
+// range (bf16: only the bf16 dot product reads bits): the index statements go to pre, with `test` (a
+// further condition for an element, or empty) folded into the range test.
+std::string Lowering::b_bits(const Stmt& s, const Contraction& mm, std::string& pre, const std::string& ind,
+                             const std::string& test) {
+  CppExprEmitter em = emitter(s);
+  std::string in_range = test;
+  std::vector<std::string> idx;
+  for (size_t a = 0; a < mm.b->args.size(); ++a) {
+    const std::string v = em.emit(*mm.b->args[a], pre, ind);
+    pre += fmt::format("{}const int64_t bx{} = {};\n", ind, a, v);
+    in_range +=
+        fmt::format("{}(uint64_t)bx{} < (uint64_t){}", in_range.empty() ? "" : " && ", a, dim(mm.b->slot, a));
+    idx.push_back(fmt::format("(bin ? bx{} : 0)", a));
+  }
+  const std::string pad =
+      mm.b->pad_value ? fmt::format("cake_f32_to_bf16((float)({}))", em.emit(*mm.b->pad_value, pre, ind))
+                      : "(uint16_t)0";
+  pre += fmt::format("{}const bool bin = {};\n", ind, in_range.empty() ? "true" : in_range);
+  return fmt::format("(bin ? cake_gemm::bits16({}, {}) : {})", tensor_id(tensor(mm.b->slot).name),
+                     linear(mm.b->slot, idx, 0), pad);
+}
+
+// The bf16 dot product's panel of a window gathered per column from B's bits (kDot): each column's element
+// per k as stored (cake_gemm::bits16, the aligned 32-bit word holding it) into bh. Against the window's
+// copies (pack_b_window), no work per run of columns.
 std::string Lowering::pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind) {
   const Stmt& s = stmt(g.stmts.front());
   const int n = s.n_domain;
   const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
-  std::string out =
-      fmt::format("{}uint16_t* bh = cake_scratch<uint16_t>({}, (size_t)(cK * NR));\n", ind, next_scratch_++);
-  out += ind + "{\n";
+  std::string out = ind + "{\n";
   for (int a = 0; a < mm.row; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var(a), a);
   out += ind + "  int64_t k = 0;\n";
   std::string in = ind + "  ";
@@ -1521,24 +1544,10 @@ std::string Lowering::pack_b_bits(const Group& g, const Contraction& mm, const s
   out += in + "{\n" + in + "  #pragma omp simd\n" + in + "  for (int64_t c = 0; c < NR; ++c) {\n";
   for (int a = mm.row + 1; a < n; ++a)
     out += fmt::format("{}const int64_t {} = colv{}[c];\n", body, var(a), a);
-  CppExprEmitter em = emitter(s);
-  std::string pre, in_range = "c < jn";
-  std::vector<std::string> idx;
-  for (size_t a = 0; a < mm.b->args.size(); ++a) {
-    const std::string v = em.emit(*mm.b->args[a], pre, body);
-    pre += fmt::format("{}const int64_t bx{} = {};\n", body, a, v);
-    in_range += fmt::format(" && (uint64_t)bx{} < (uint64_t){}", a, dim(mm.b->slot, a));
-    idx.push_back(fmt::format("(bin ? bx{} : 0)", a));
-  }
-  out += pre + fmt::format("{}const bool bin = {};\n", body, in_range);
-  out += fmt::format("{}const uint16_t v = cake_gemm::bits16({}, {});\n", body,
-                     tensor_id(tensor(mm.b->slot).name), linear(mm.b->slot, idx, 0));
-  out += body + "bh[k * NR + c] = bin ? v : (uint16_t)0;\n";
+  std::string pre;
+  const std::string value = b_bits(s, mm, pre, body, "c < jn");
+  out += pre + fmt::format("{}bh[k * NR + c] = {};\n", body, value);
   out += in + "  }\n" + in + "  ++k;\n" + in + "}\n" + ind + "}\n";
-  out += ind + "for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n" + ind + "  #pragma omp simd\n";
-  out += ind + "  for (int64_t c = 0; c < NR; ++c)\n";
-  out += ind + "    bq[k2 * NR + c] = (uint32_t)bh[2 * k2 * NR + c] |\n";
-  out += ind + "                      (2 * k2 + 1 < cK ? (uint32_t)bh[(2 * k2 + 1) * NR + c] : 0u) << 16;\n";
   return out;
 }
 
@@ -1593,8 +1602,11 @@ std::string Lowering::window_table(const Group& g, const Contraction& mm, const 
 
 // The window packing of a panel (windowed): per k, each run of columns [seg[g], seg[g + 1]) with one value
 // of the other column variables is j over [ja, jb): edges with their bounds tests, the interior without,
-// strides 1 and 2 as constants (permutes instead of gathers).
-std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const std::string& ind) {
+// strides 1 and 2 as constants (permutes instead of gathers). With `bits`, the bf16 dot product's panel:
+// the elements' bits as stored, into bh.
+std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const std::string& ind,
+                                    bool bits) {
+  const std::string elem = bits ? "uint16_t" : acc_;
   const Stmt& s = stmt(g.stmts.front());
   const int n = s.n_domain, j = n - 1;
   const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
@@ -1610,14 +1622,14 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
   out += k_loops(s, mm, in);
   out += in + "{\n";
   in += "  ";
-  out += fmt::format("{}{}* prow = bp + k * NR;\n", in, acc_);
+  out += fmt::format("{}{}* prow = {} + k * NR;\n", in, elem, bits ? "bh" : "bp");
   out += in + "for (int64_t c = jn; c < NR; ++c) prow[c] = 0;\n";
   out += in + "for (int sg = 0; sg < nseg; ++sg) {\n";
   in += "  ";
   for (int a = mm.row + 1; a < j; ++a)
     out += fmt::format("{}const int64_t {} = colv{}[seg[sg]];\n", in, var(a), a);
   out += fmt::format("{}const int64_t ja = colv{}[seg[sg]], jb = ja + seg[sg + 1] - seg[sg];\n", in, j);
-  out += fmt::format("{}{}* dst = prow + seg[sg] - ja;\n", in, acc_);
+  out += fmt::format("{}{}* dst = prow + seg[sg] - ja;\n", in, elem);
   if (mm.b->padded) {
     out += in + "const int64_t lo = cake_min64(cake_max64(kwin[2 * k], ja), jb);\n";
     out += in + "const int64_t hi = cake_max64(cake_min64(kwin[2 * k + 1], jb), lo);\n";
@@ -1634,20 +1646,25 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
       in_range += fmt::format("{}(uint64_t)({}) < (uint64_t){}", in_range.empty() ? "" : " && ", v,
                               dim(mm.b->slot, a));
     }
-    const std::string pad = mm.b->pad_value ? em.emit(*mm.b->pad_value, pre, in) : "0";
+    std::string pad = mm.b->pad_value ? em.emit(*mm.b->pad_value, pre, in) : "0";
+    if (bits) pad = mm.b->pad_value ? fmt::format("cake_f32_to_bf16((float)({}))", pad) : "0";
     out += pre + fmt::format(
                      "{}if (!({})) {{\n{}  for (int64_t {} = ja; {} < jb; ++{}) dst[{}] = ({}){};\n{}  "
                      "continue;\n{}}}\n",
-                     in, in_range.empty() ? "true" : in_range, in, jv, jv, jv, jv, acc_, pad, in, in);
+                     in, in_range.empty() ? "true" : in_range, in, jv, jv, jv, jv, elem, pad, in, in);
   }
   const auto step = [&](const std::string& from, const std::string& to, bool interior,
                         const std::string& i2) {
     CppExprEmitter em = emitter(s);
     if (interior) em.assume_in_range(mm.b);  // every index: the run's row was tested above
-    std::string pre;
-    const std::string value = em.emit(*mm.b, pre, i2 + "  ");
+    std::string pre, value;
+    if (!bits) {
+      value = em.emit(*mm.b, pre, i2 + "  ");
+    } else {
+      value = interior ? em.emit_stored(*mm.b, pre, i2 + "  ") : b_bits(s, mm, pre, i2 + "  ", "");
+    }
     return fmt::format("{}{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  dst[{}] = ({}){};\n{}}}\n", i2,
-                       o_.vectorize ? "#pragma omp simd\n" + i2 : "", jv, from, jv, to, jv, pre, i2, jv, acc_,
+                       o_.vectorize ? "#pragma omp simd\n" + i2 : "", jv, from, jv, to, jv, pre, i2, jv, elem,
                        value, i2);
   };
   out += step("ja", "lo", false, in);
@@ -1767,8 +1784,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
       "    #pragma omp parallel{}{}\n    {{\n", omp_threads(),
       work_if("nbatch * cI * cJ * cK", fmt::format("{} * {} * {} * {}", nb, ext_i, ext_j, ext_k)));
   if (dot) {
-    out += fmt::format("      {}* bp = cake_scratch<{}>({}, {}(size_t)(cK * NR));\n", acc_t, acc_t,
-                       next_scratch_++, window ? "" : "kDot ? 0 : ");
+    out += fmt::format("      {}* bp = cake_scratch<{}>({}, kDot ? 0 : (size_t)(cK * NR));\n", acc_t, acc_t,
+                       next_scratch_++);
     out += fmt::format(
         "      uint32_t* bq = cake_scratch<uint32_t>({}, kDot ? (size_t)((cK + 1) / 2 * NR) : 0);\n",
         next_scratch_++);
@@ -1858,25 +1875,22 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
                 ind, ind, ind, acc_t, access_linear(mm.b->slot, "bbase + (j0 + c) * bsj + k * bsk"), acc_t);
   const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
   if (dot && window) {
-    // Rows of at most 24 columns gather B's bits (pack_b_bits); longer rows repay the copies
-    // (docs/tracks.md).
+    // The bf16 dot product's panel from B's bits: rows of at most 24 columns gathered per column
+    // (pack_b_bits), longer rows copied per run, which repays its overhead there (docs/tracks.md); then
+    // paired along k.
     out += ind + "if constexpr (kDot) {\n";
-    if (!mm.b->pad_value) {
-      out +=
-          fmt::format("{}if ({} <= 24) {{\n", ind, emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]));
-      out += pack_b_bits(g, mm, ind + "  ") + ind + "} else {\n";
-    }
-    out += pack_b;
+    out += fmt::format("{}  uint16_t* bh = cake_scratch<uint16_t>({}, (size_t)(cK * NR));\n", ind,
+                       next_scratch_++);
+    out +=
+        fmt::format("{}  if ({} <= 24) {{\n", ind, emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]));
+    out += pack_b_bits(g, mm, ind + "    ") + ind + "  } else {\n";
+    out += pack_b_window(g, mm, ind + "    ", true) + ind + "  }\n";
     out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
     out += ind + "    #pragma omp simd\n";
-    out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";
-    out += ind + "      const uint32_t lo = cake_f32_to_bf16((float)bp[2 * k2 * NR + c]);\n";
-    out += ind +
-           "      const uint32_t hi = 2 * k2 + 1 < cK ? cake_f32_to_bf16((float)bp[(2 * k2 + 1) * NR + c]) : "
-           "0;\n";
-    out += ind + "      bq[k2 * NR + c] = lo | hi << 16;\n";
-    out += ind + "    }\n";
-    if (!mm.b->pad_value) out += ind + "}\n";
+    out += ind + "    for (int64_t c = 0; c < NR; ++c)\n";
+    out += ind + "      bq[k2 * NR + c] = (uint32_t)bh[2 * k2 * NR + c] |\n";
+    out +=
+        ind + "                        (2 * k2 + 1 < cK ? (uint32_t)bh[(2 * k2 + 1) * NR + c] : 0u) << 16;\n";
     out += ind + "} else {\n" + pack_b + ind + "}\n";
   } else if (dot) {
     out += ind + "if constexpr (kDot) {\n";

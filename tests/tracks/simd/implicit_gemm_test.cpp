@@ -83,14 +83,17 @@ TEST_P(ImplicitGemm, BitIdenticalToTheLoopNestOnExactSums) {
 
 // conv2d {N, C, O, H, W, KH, KW, S, P}: 3 rows of C (the stencil nest) and 4, 7, 13 (the skeleton, last row
 // tiles of 4, 1, 1); 1×1 and 5×5 kernels; strides 1–3; paddings 0, 1 and 4 (wider than the kernel: whole
-// windows outside x); widths 1, 5, 11 (panels spanning many rows) and 40 (a row wider than a panel).
+// windows outside x); widths 1, 5, 11 (panels spanning many rows) and 40 (a row wider than a panel); output
+// rows of 20 and of 30, 38 and 42 columns, on both sides of the bf16 dot product's choice between gathering
+// a panel's bits per column and copying them per run (24 columns), the latter with padding at stride 1 and 2.
 std::vector<std::map<std::string, int64_t>> conv_shapes() {
   std::vector<std::map<std::string, int64_t>> out;
-  out.reserve(8);
+  out.reserve(10);
   const std::vector<std::vector<int64_t>> v = {{1, 1, 3, 5, 5, 3, 3, 1, 1},   {1, 2, 4, 5, 11, 3, 3, 1, 1},
                                                {2, 3, 7, 11, 40, 3, 3, 2, 1}, {1, 5, 13, 9, 1, 1, 1, 1, 0},
                                                {2, 3, 7, 6, 5, 5, 5, 3, 4},   {1, 4, 13, 40, 40, 1, 3, 1, 0},
-                                               {1, 3, 7, 8, 9, 3, 1, 2, 0},   {2, 8, 4, 1, 1, 1, 1, 1, 4}};
+                                               {1, 3, 7, 8, 9, 3, 1, 2, 0},   {2, 8, 4, 1, 1, 1, 1, 1, 4},
+                                               {1, 3, 7, 9, 40, 3, 3, 1, 2},  {2, 2, 5, 6, 60, 3, 3, 2, 1}};
   for (const auto& s : v) {
     out.push_back({{"N", s[0]},
                    {"C", s[1]},
