@@ -274,6 +274,7 @@ class Lowering {
   std::string b_bits(const Stmt& s, const Contraction& mm, std::string& pre, const std::string& ind,
                      const std::string& test);
   std::string wide_elements(const Expr& rd) const;
+  bool overlaps_tail(int si) const;
   std::string pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
@@ -1127,12 +1128,40 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
   const std::string store_line = assign(si, em, pre, ind);
-  std::string out = outer + hoist + inner_head + pre + store_line;
+  std::string out = outer + hoist;
+  if (prefix < s.n_domain && overlaps_tail(si)) {
+    // GCC vectorizes a loop by its narrowest type: 64 lanes for a 1-byte store, whatever the arithmetic,
+    // which leaves up to 63 elements of a row to scalar code. Rows of 64 or more run as chunks of 64
+    // instead, the last one overlapping the one before (its elements are stored again, with the same
+    // values): quantize_int8 f32 D=127 N=2048 573 -> 361 us.
+    const std::string v = var_id(s.vars[static_cast<size_t>(s.n_domain - 1)]);
+    const std::string e = emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]);
+    const std::string o = ind.substr(2);
+    out += fmt::format("{}if ({} >= 64) {{\n", o, e);
+    out += fmt::format("{}  for (int64_t ov0 = 0;; ov0 += 64) {{\n{}    if (ov0 + 64 > {}) ov0 = {} - 64;\n",
+                       o, o, e, e);
+    out += fmt::format("{}    #pragma omp simd\n{}    for (int64_t ovk = 0; ovk < 64; ++ovk) {{\n", o, o);
+    out += fmt::format("{}      const int64_t {} = ov0 + ovk;\n", o, v) + pre + store_line;
+    out += fmt::format("{}    }}\n{}    if (ov0 + 64 >= {}) break;\n{}  }}\n{}}} else\n", o, o, e, o, o);
+  }
+  out += inner_head + pre + store_line;
   for (int k = s.n_domain - 1; k >= prefix; --k) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   }
   return out;
+}
+
+// Whether statement si's innermost loop may run as overlapping chunks (emit_statement_loops): it stores
+// 1-byte elements, vectorized, each element's value computed from tensors the loop does not write (a plain
+// `=`, not reading its target), so storing an element twice stores the same value.
+bool Lowering::overlaps_tail(int si) const {
+  const Stmt& s = stmt(si);
+  const TensorInfo& t = tensor(s.tensor);
+  if (!o_.vectorize || s.accumulate || te::contains(*s.rhs, ExprKind::Reduce) || !t.fixed_dtype ||
+      dtype_size(*t.fixed_dtype) != 1)
+    return false;
+  return !te::any_of(*s.rhs, [&](const Expr& e) { return e.kind == ExprKind::Read && e.slot == s.tensor; });
 }
 
 // Scatter statement si sums into target rows chosen by data: its first target index is not a domain
