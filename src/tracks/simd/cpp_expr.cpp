@@ -254,8 +254,39 @@ std::string CppExprEmitter::call_text(const Expr& e, std::string& pre, const std
   throw Error("simd: unknown function");
 }
 
+namespace {
+// Whether e's value is always an f32 value: a float input (every float dtype fits in f32), or a tensor
+// written once, by a cast to a float dtype. (f64 sums or quotients held in the compute type are not.)
+bool f32_exact(const CheckedContract& c, const Expr& e) {
+  if (e.type != Type::Float) return false;
+  if (e.kind == ExprKind::Cast)
+    return e.cast_to == DType::f32 || e.cast_to == DType::bf16 || e.cast_to == DType::f16;
+  if (e.kind != ExprKind::Read || (e.padded && e.pad_value)) return false;
+  const TensorInfo& t = c.tensors.at(static_cast<size_t>(e.slot));
+  if (t.role == TensorRole::Input) return !t.fixed_dtype || is_float(*t.fixed_dtype);
+  int writes = 0;
+  bool cast = false;
+  for (const te::Stmt& s : c.contract.compute) {
+    if (s.tensor != e.slot) continue;
+    ++writes;
+    cast = !s.accumulate && s.rhs->kind == ExprKind::Cast && f32_exact(c, *s.rhs);
+  }
+  return writes == 1 && cast;
+}
+}  // namespace
+
 std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::string& ind) {
-  std::string a = emit(*e.args[0], pre, ind);
+  // One +, -, * or / of two f32 values rounded to f32 is the same computed in f32: f64's 53 bits are at
+  // least 2 * 24 + 2, so rounding the exact result to f64 first never changes its f32 rounding. (An f64
+  // kernel then divides in f32 lanes: twice as many per instruction, and f32 division is the faster.)
+  const Expr& x = *e.args[0];
+  if (e.cast_to == DType::f32 && o_.real != "float" && x.kind == ExprKind::Binary &&
+      (x.op == Op::Add || x.op == Op::Sub || x.op == Op::Mul || x.op == Op::Div) &&
+      f32_exact(c_, *x.args[0]) && f32_exact(c_, *x.args[1])) {
+    const std::string l = emit(*x.args[0], pre, ind), r = emit(*x.args[1], pre, ind);
+    return fmt::format("(({})((float)({}) {} (float)({})))", o_.real, l, op_spelling(x.op), r);
+  }
+  std::string a = emit(x, pre, ind);
   switch (e.cast_to) {
     case DType::f32:
       return fmt::format("(({})(float)({}))", o_.real, a);
