@@ -1692,7 +1692,7 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
     } else {
       value = interior ? em.emit_stored(*mm.b, pre, i2 + "  ") : b_bits(s, mm, pre, i2 + "  ", "");
     }
-    const std::string loop = fmt::format(
+    std::string loop = fmt::format(
         "{}{}for (int64_t {} = {}; {} < {}; ++{}) {{\n{}{}  dst[{}] = ({}){};\n{}}}\n", i2,
         o_.vectorize ? "#pragma omp simd\n" + i2 : "", jv, from, jv, to, jv, pre, i2, jv, elem, value, i2);
     if (!interior || !o_.vectorize) return loop;
