@@ -20,8 +20,9 @@ namespace cake_gemm {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The 16 bits of element i of p, taken from the aligned 32-bit word that holds them: in a vectorized loop
-// this is a 32-bit gather (there is no 16-bit one), and the word never leaves the element's aligned 4 bytes.
+// The 16 bits of element i of p, taken from the aligned 32-bit word that holds them (little-endian: the
+// element at a word's lower address is its low half): in a vectorized loop this is a 32-bit gather (there
+// is no 16-bit one), and the word never leaves the element's aligned 4 bytes.
 typedef uint32_t __attribute__((may_alias)) word32;
 static inline uint16_t bits16(const uint16_t* p, int64_t i) {
   const char* base = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
