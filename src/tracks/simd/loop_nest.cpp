@@ -264,7 +264,7 @@ class Lowering {
   std::string emit_fused_rows(const Group& g, bool unit);
   std::optional<Contraction> match_contraction(const Group& g) const;
   std::string emit_contraction(const Group& g, const Contraction& mm);
-  std::string pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind);
+  std::string pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind, bool bits = false);
   std::string k_loops(const Stmt& s, const Contraction& mm, std::string& in) const;
   std::string decode_columns(const Group& g, const Contraction& mm, const std::string& ind);
   bool windowed(const Group& g, const Contraction& mm) const;
@@ -275,7 +275,6 @@ class Lowering {
                      const std::string& test);
   std::string wide_elements(const Expr& rd) const;
   bool overlaps_tail(int si) const;
-  std::string pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind);
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
@@ -1510,8 +1509,10 @@ std::string Lowering::k_loops(const Stmt& s, const Contraction& mm, std::string&
 // The packing of a panel of B (columns j0 + c, c < NR, zero from jn on) when b is evaluated (not the
 // classic form): the column variables of each panel column are decoded once, the k variables once per k,
 // and b's expression is evaluated across the panel's columns in vector lanes (a padded window read becomes
-// masked gathers).
-std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind) {
+// masked gathers). With `bits`, the bf16 dot product's panel of a window (kDot): each element as stored
+// (b_bits: the aligned 32-bit word holding it, gathered) into bh, with no work per run of columns as in
+// the window's copies (pack_b_window).
+std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const std::string& ind, bool bits) {
   const Stmt& s = stmt(g.stmts.front());
   const int n = s.n_domain;
   const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
@@ -1525,11 +1526,16 @@ std::string Lowering::pack_b_expr(const Group& g, const Contraction& mm, const s
   out += in + "  for (int64_t c = 0; c < NR; ++c) {\n";
   for (int a = mm.row + 1; a < n; ++a)
     out += fmt::format("{}    const int64_t {} = colv{}[c];\n", in, var(a), a);
-  CppExprEmitter em = emitter(s);
   std::string pre;
-  const std::string value = em.emit(*mm.b, pre, in + "    ");
-  out += pre;
-  out += fmt::format("{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n", in, acc_, value, acc_);
+  if (bits) {
+    const std::string value = b_bits(s, mm, pre, in + "    ", "c < jn");
+    out += pre + fmt::format("{}    bh[k * NR + c] = {};\n", in, value);
+  } else {
+    CppExprEmitter em = emitter(s);
+    const std::string value = em.emit(*mm.b, pre, in + "    ");
+    out += pre;
+    out += fmt::format("{}    bp[k * NR + c] = c < jn ? ({}){} : ({})0;\n", in, acc_, value, acc_);
+  }
   out += in + "  }\n" + in + "  ++k;\n" + in + "}\n" + ind + "}\n";
   return out;
 }
@@ -1555,29 +1561,6 @@ std::string Lowering::b_bits(const Stmt& s, const Contraction& mm, std::string& 
   pre += fmt::format("{}const bool bin = {};\n", ind, in_range.empty() ? "true" : in_range);
   return fmt::format("(bin ? cake_gemm::bits16({}, {}) : {})", tensor_id(tensor(mm.b->slot).name),
                      linear(mm.b->slot, idx, 0), pad);
-}
-
-// The bf16 dot product's panel of a window gathered per column from B's bits (kDot): each column's element
-// per k as stored (cake_gemm::bits16, the aligned 32-bit word holding it) into bh. Against the window's
-// copies (pack_b_window), no work per run of columns.
-std::string Lowering::pack_b_bits(const Group& g, const Contraction& mm, const std::string& ind) {
-  const Stmt& s = stmt(g.stmts.front());
-  const int n = s.n_domain;
-  const auto var = [&](int slot) { return var_id(s.vars[static_cast<size_t>(slot)]); };
-  std::string out = ind + "{\n";
-  for (int a = 0; a < mm.row; ++a) out += fmt::format("{}  const int64_t {} = ax{};\n", ind, var(a), a);
-  out += ind + "  int64_t k = 0;\n";
-  std::string in = ind + "  ";
-  out += k_loops(s, mm, in);
-  const std::string body = in + "    ";
-  out += in + "{\n" + in + "  #pragma omp simd\n" + in + "  for (int64_t c = 0; c < NR; ++c) {\n";
-  for (int a = mm.row + 1; a < n; ++a)
-    out += fmt::format("{}const int64_t {} = colv{}[c];\n", body, var(a), a);
-  std::string pre;
-  const std::string value = b_bits(s, mm, pre, body, "c < jn");
-  out += pre + fmt::format("{}bh[k * NR + c] = {};\n", body, value);
-  out += in + "  }\n" + in + "  ++k;\n" + in + "}\n" + ind + "}\n";
-  return out;
 }
 
 // Whether b reads a window along the last column axis j (convolution's x?[.., j·S + kx − P]): j only in
@@ -1918,14 +1901,14 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const std::string a_name = tensor_id(tensor(mm.a->slot).name), b_name = tensor_id(tensor(mm.b->slot).name);
   if (dot && window) {
     // The bf16 dot product's panel from B's bits: rows of at most 24 columns gathered per column
-    // (pack_b_bits), longer rows copied per run, which repays its overhead there (docs/tracks.md); then
+    // (pack_b_expr), longer rows copied per run, which repays its overhead there (docs/tracks.md); then
     // paired along k.
     out += ind + "if constexpr (kDot) {\n";
     out += fmt::format("{}  uint16_t* bh = cake_scratch<uint16_t>({}, (size_t)(cK * NR));\n", ind,
                        next_scratch_++);
     out +=
         fmt::format("{}  if ({} <= 24) {{\n", ind, emit_size_expr(*s.var_extent[static_cast<size_t>(n - 1)]));
-    out += pack_b_bits(g, mm, ind + "    ") + ind + "  } else {\n";
+    out += pack_b_expr(g, mm, ind + "    ", true) + ind + "  } else {\n";
     out += pack_b_window(g, mm, ind + "    ", true) + ind + "  }\n";
     out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
     out += ind + "    #pragma omp simd\n";
