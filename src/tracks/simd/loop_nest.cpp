@@ -97,6 +97,24 @@ void stride_specialized(const std::string& stride, std::string& out, std::string
   out += ind + "}\n";
 }
 
+// The head of a loop of `var` over [from, to) run as chunks of `chunk` lanes, the last chunk overlapping
+// the one before, for a body that stores the same value when it runs twice for one var: `if (to - from >=
+// chunk) { chunks of body } else `, the caller's plain loop to follow. A chunk is one vector step, so no
+// scalar remainder is left (GCC leaves up to chunk - 1 iterations to scalar code). `body` is the chunk
+// loop's statements, at indent ind + 6.
+std::string overlapped_chunks(const std::string& ind, const std::string& var, const std::string& from,
+                              const std::string& to, int chunk, const std::string& body) {
+  std::string out = fmt::format("{}if ({} - {} >= {}) {{\n", ind, to, from, chunk);
+  out += fmt::format("{}  for (int64_t ov0 = {};; ov0 += {}) {{\n", ind, from, chunk);
+  out += fmt::format("{}    if (ov0 + {} > {}) ov0 = {} - {};\n", ind, chunk, to, to, chunk);
+  out += fmt::format("{}    #pragma omp simd\n{}    for (int64_t ovk = 0; ovk < {}; ++ovk) {{\n", ind, ind,
+                     chunk);
+  out += fmt::format("{}      const int64_t {} = ov0 + ovk;\n", ind, var) + body;
+  out += fmt::format("{}    }}\n{}    if (ov0 + {} >= {}) break;\n{}  }}\n{}}} else ", ind, ind, chunk, to,
+                     ind, ind);
+  return out;
+}
+
 enum class Storage { Input, Direct, Buffer, RowLocal };
 
 // A run of statements in execution order; fused when `prefix` > 0 (their first `prefix` axes are shared).
@@ -1133,15 +1151,10 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
     // which leaves up to 63 elements of a row to scalar code. Rows of 64 or more run as chunks of 64
     // instead, the last one overlapping the one before (its elements are stored again, with the same
     // values): quantize_int8 f32 D=127 N=2048 573 -> 361 us.
-    const std::string v = var_id(s.vars[static_cast<size_t>(s.n_domain - 1)]);
-    const std::string e = emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]);
-    const std::string o = ind.substr(2);
-    out += fmt::format("{}if ({} >= 64) {{\n", o, e);
-    out += fmt::format("{}  for (int64_t ov0 = 0;; ov0 += 64) {{\n{}    if (ov0 + 64 > {}) ov0 = {} - 64;\n",
-                       o, o, e, e);
-    out += fmt::format("{}    #pragma omp simd\n{}    for (int64_t ovk = 0; ovk < 64; ++ovk) {{\n", o, o);
-    out += fmt::format("{}      const int64_t {} = ov0 + ovk;\n", o, v) + pre + store_line;
-    out += fmt::format("{}    }}\n{}    if (ov0 + 64 >= {}) break;\n{}  }}\n{}}} else\n", o, o, e, o, o);
+    out += overlapped_chunks(ind.substr(2), var_id(s.vars[static_cast<size_t>(s.n_domain - 1)]), "0",
+                             emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]), 64,
+                             pre + store_line) +
+           "\n";
   }
   out += inner_head + pre + store_line;
   for (int k = s.n_domain - 1; k >= prefix; --k) {
@@ -1682,15 +1695,9 @@ std::string Lowering::pack_b_window(const Group& g, const Contraction& mm, const
     // An interior of 16 or more runs as chunks of 16, the last overlapping the one before (a copy stores
     // the same values again), instead of a vector loop and up to 15 scalar iterations (runs of 28 at
     // stride 2 in conv2d's bf16 56x56 case: one 16-lane permute and 12 scalar copies).
-    std::string out2 = fmt::format("{}if ({} - {} >= 16) {{\n{}  for (int64_t ovj = {};; ovj += 16) {{\n", i2,
-                                   to, from, i2, from);
-    out2 += fmt::format("{}    if (ovj + 16 > {}) ovj = {} - 16;\n{}    #pragma omp simd\n", i2, to, to, i2);
-    out2 += fmt::format(
-        "{}    for (int64_t ovl = 0; ovl < 16; ++ovl) {{\n{}      const int64_t {} = ovj + ovl;\n", i2, i2,
-        jv);
-    out2 += pre + fmt::format("{}      dst[{}] = ({}){};\n{}    }}\n", i2, jv, elem, value, i2);
-    out2 += fmt::format("{}    if (ovj + 16 >= {}) break;\n{}  }}\n{}}} else {{\n", i2, to, i2, i2);
-    return out2 + loop + i2 + "}\n";
+    return overlapped_chunks(i2, jv, from, to, 16,
+                             pre + fmt::format("{}      dst[{}] = ({}){};\n", i2, jv, elem, value)) +
+           "{\n" + loop + i2 + "}\n";
   };
   out += step("ja", "lo", false, in);
   std::string stride, pre;
