@@ -2393,7 +2393,7 @@ std::string Lowering::emit_loops(const Group& g) {
 }
 
 // Group g as loop nests: one statement's nest, or a fused group's parallel loop over its shared axes.
-// `unit_rows`: a single statement's nest may have its copy for rows of one element (false where the flat
+// `unit_rows`: a single statement's nest may have its copy for inner sizes of 1 (false where the flat
 // loop already takes them).
 std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
   const Stmt& first = stmt(g.stmts.front());
@@ -2456,7 +2456,7 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
   std::string all_one;
   for (const std::string& z : unit) all_one += (all_one.empty() ? "" : " && ") + z + " == 1";
   std::string out = fmt::format(
-      "    if ({}) {{ // rows of one element: straight-line rows, vectorized across rows\n", all_one);
+      "    if ({}) {{ // inner sizes of 1: straight-line rows, vectorized across rows\n", all_one);
   for (const std::string& z : unit) out += fmt::format("    constexpr int64_t {} = 1;\n", z);
   const bool vectorize = o_.vectorize;
   o_.vectorize = false;
@@ -2465,12 +2465,17 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
   return out + "    } else {\n" + nest(false) + "    }\n";
 }
 
-// The size symbols every inner extent of fused group g is (its statements' axes past the shared ones, and
-// their reductions' variables), when each is a plain size symbol and the row-local buffers span only those;
-// empty otherwise. When all of them are 1, each row is straight-line code (emit_fused_rows, unit).
+// The size symbols of every inner extent of fused group g (its statements' axes past the shared ones, and
+// their reductions' variables), when each extent is a plain size symbol or a constant multiple of one
+// (rope's row of 2·E) and the row-local buffers span plain size symbols only; empty otherwise. When all of
+// them are 1, each row is straight-line code of a constant length (emit_fused_rows, unit): rope with E = 1
+// ran its rows of two elements as a vector loop each, 18x slower than across rows.
 std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
   std::vector<std::string> sizes;
-  const auto add = [&](const Expr* e) {
+  const auto add = [&](const Expr* e, bool scaled) {
+    if (e && scaled && e->kind == ExprKind::Binary && e->op == te::Op::Mul &&
+        e->args[0]->kind == ExprKind::Number)
+      e = e->args[1].get();
     if (!e || e->kind != ExprKind::Size) return false;
     const std::string z = emit_size_expr(*e);
     if (std::find(sizes.begin(), sizes.end(), z) == sizes.end()) sizes.push_back(z);
@@ -2480,11 +2485,12 @@ std::vector<std::string> Lowering::unit_row_sizes(const Group& g) const {
     const Stmt& s = stmt(si);
     if (s.accumulate) return {};
     for (size_t k = static_cast<size_t>(g.prefix); k < s.var_extent.size(); ++k) {
-      if (!add(s.var_extent[k].get())) return {};  // null: a reduction with bounds
+      if (!add(s.var_extent[k].get(), true)) return {};  // null: a reduction with bounds
     }
     if (storage_[static_cast<size_t>(s.tensor)] == Storage::RowLocal) {
+      // unit rows declare these buffers of one element per row
       for (size_t k = static_cast<size_t>(g.prefix); k < tensor(s.tensor).dims.size(); ++k) {
-        if (!add(tensor(s.tensor).dims[k].get())) return {};
+        if (!add(tensor(s.tensor).dims[k].get(), false)) return {};
       }
     }
   }

@@ -51,7 +51,7 @@ TEST(Gather, TheIndexIsCheckedBeforeTheRowLoop) {
   std::string src;
   ASSERT_TRUE(lower_and_build(load_op("index_select"), nlohmann::json::object(), &src).ok());
   const size_t body = src.find("int compute(");
-  const size_t rows = src.find("} else {", src.find("rows of one element", body));  // rows of D elements
+  const size_t rows = src.find("} else {", src.find("inner sizes of 1", body));  // rows of D elements
   ASSERT_NE(rows, std::string::npos);
   const size_t check = src.find("CAKE_ERR_INDEX", rows), simd = src.find("#pragma omp simd", rows);
   ASSERT_NE(check, std::string::npos);

@@ -1,8 +1,9 @@
-// The simd track's rows of one element: when every inner extent of a fused row group is 1 (softmax over
-// D = 1, an embedding of width 1), the group runs as straight-line rows under `omp for simd`, vectorized
-// across rows. The same statements without vector pragmas (vectorize=false) compute each row's element in
-// the same order, so both kernels must give bit-identical outputs, NaNs included, in the serial and the
-// parallel paths; and the vectorized kernel must pass the gate on the standard cases.
+// The simd track's inner sizes of 1: when the size symbols of every inner extent of a row nest are 1
+// (softmax over D = 1, an embedding of width 1, rope's rows of 2·E with E = 1), the nest runs as
+// straight-line rows of a constant length under `omp for simd`, vectorized across rows. The same statements
+// without vector pragmas (vectorize=false) compute each row's elements in the same order, so both kernels
+// must give bit-identical outputs, NaNs included, in the serial and the parallel paths; and the vectorized
+// kernel must pass the gate on the standard cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +28,7 @@ using testing_simd::lower_and_build;
 
 struct Op {
   std::string name;
-  std::string row;                       // the size symbol set to 1
+  std::string row;                       // the size symbol set to 1 (the rows are 1 or 2·1 long)
   std::map<std::string, int64_t> other;  // the other sizes but the row count
   std::string rows;                      // the size symbol that counts rows, varied
 };
@@ -47,8 +48,8 @@ TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
                            off = lower_and_build(c, {{"vectorize", "false"}}, &off_src);
   ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
   ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
-  ASSERT_NE(on_src.find("rows of one element"), std::string::npos) << "the unit-row path is generated";
-  ASSERT_EQ(off_src.find("rows of one element"), std::string::npos);
+  ASSERT_NE(on_src.find("inner sizes of 1"), std::string::npos) << "the unit-row path is generated";
+  ASSERT_EQ(off_src.find("inner sizes of 1"), std::string::npos);
   const build::Kernel k_on(on.library), k_off(off.library);
 
   for (const eval::CaseOutcome& o : eval::check_kernel(k_on, c, cases::Set::Standard))
@@ -69,7 +70,8 @@ INSTANTIATE_TEST_SUITE_P(RowOps, UnitRows,
                          ::testing::Values(Op{"softmax", "D", {}, "N"}, Op{"log_softmax", "D", {}, "N"},
                                            Op{"rms_norm", "D", {}, "N"}, Op{"layer_norm", "D", {}, "N"},
                                            Op{"add_rms_norm", "D", {}, "N"},
-                                           Op{"embedding", "D", {{"B", 2}, {"V", 9}}, "S"}),
+                                           Op{"embedding", "D", {{"B", 2}, {"V", 9}}, "S"},
+                                           Op{"rope", "E", {{"B", 2}, {"H", 3}}, "S"}),
                          [](const ::testing::TestParamInfo<Op>& i) { return i.param.name; });
 
 }  // namespace
