@@ -234,7 +234,7 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   const Tiers t = tier(singles);
   // The round's first parent is a track's champion, the tracks within half the leader's efficiency taking
   // turns by round (track_champions says why).
-  const std::vector<const Variant*> champions = track_champions(singles);
+  const std::vector<const Variant*> champions = track_champions(singles, o.champion_share);
   std::mt19937_64 rng(o.seed * 1000003u + uint64_t(run) * 1009u + uint64_t(r));
   int planned = 0;
   s.db.exec("BEGIN IMMEDIATE");

@@ -30,6 +30,9 @@ struct EvolveOptions {
   // A shape-regime composite of two variants is planned (one per round, besides the knob moves) when its
   // split predicts a mean efficiency this much (relative) above the fittest single variant's.
   double composite_gain = 0.02;
+  // A track's champion takes its turn as a round's first parent while its efficiency is at least this
+  // share of the leader's (track_champions in parents.h); 0: every track with a correct variant does.
+  double champion_share = 0.5;
   uint64_t seed = 1;  // of the parent and move sampling (the plan of a round is deterministic)
   // More round-0 seeds besides the starting kernel: other correct kernels (other tracks) generation found,
   // as (track, knobs). Their variants compete in the same tiers, so the search can cross tracks.

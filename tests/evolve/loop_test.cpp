@@ -151,11 +151,15 @@ TEST_F(EvolveTest, AMoveThatFailedIsNotTriedAgain) {
 }
 
 // Each round's first parent is a track's champion, the tracks taking turns: with two tracks seeded, each
-// parents at least one variant every two rounds, however the tiers fill.
+// parents at least one variant every two rounds, however the tiers fill. Every track takes turns here
+// (champion_share 0): with the default share, whether halide's champion (about 0.19 against simd's 0.25
+// at the seeds) keeps half the leader's efficiency depends on what a simd move measures, and under load it
+// once fell below.
 TEST_F(EvolveTest, EveryTrackTakesItsTurnAsAParent) {
   store::Store db(path_);
   skills::Session s = session(db);
   evolve::EvolveOptions o = budget(4, 2);
+  o.champion_share = 0;
   o.more_seeds.emplace_back("halide", json::object());
   const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json::object(), o);
   ASSERT_TRUE(r.ok) << r.why;
