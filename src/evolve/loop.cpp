@@ -232,8 +232,8 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   std::copy_if(all.begin(), all.end(), std::back_inserter(singles),
                [](const Variant& v) { return !is_composite(v.track); });
   const Tiers t = tier(singles);
-  // The round's first parent is a track's champion, the tracks within half the leader's efficiency taking
-  // turns by round (track_champions says why).
+  // The round's first parent is a track's champion, the tracks within champion_share of the leader's
+  // efficiency (half by default) taking turns by round (track_champions says why).
   const std::vector<const Variant*> champions = track_champions(singles, o.champion_share);
   std::mt19937_64 rng(o.seed * 1000003u + uint64_t(run) * 1009u + uint64_t(r));
   int planned = 0;
