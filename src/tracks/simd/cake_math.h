@@ -71,10 +71,11 @@ static inline float cake_log(float x) {
   const float s = f / (2.0f + f), z = s * s, hfsq = 0.5f * f * f;
   const float r = z * (2.0f / 3.0f + z * (2.0f / 5.0f + z * (2.0f / 7.0f + z * (2.0f / 9.0f))));
   const float y = e * 0.693145751953125f - ((hfsq - (s * (hfsq + r) + e * 1.428606765330187e-06f)) - f);
-  return x != x || x < 0.0f                            ? std::numeric_limits<float>::quiet_NaN()
-         : x == 0.0f                                   ? -std::numeric_limits<float>::infinity()
-         : x == std::numeric_limits<float>::infinity() ? x
-                                                       : y;
+  // Three selects of floats, each on one comparison: a chain of ?: on combined conditions left GCC a select
+  // of masks when the argument came from cake_exp (log_softmax's rows of one), which it cannot vectorize.
+  float res = x == std::numeric_limits<float>::infinity() ? x : y;
+  res = x == 0.0f ? -std::numeric_limits<float>::infinity() : res;
+  return x >= 0.0f ? res : std::numeric_limits<float>::quiet_NaN();  // x < 0 and NaN
 }
 static inline double cake_log(double x) {
   return std::log(x);
