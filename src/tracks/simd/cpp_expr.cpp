@@ -395,12 +395,13 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     case ReduceOp::ArgMax:
     case ReduceOp::ArgMin: {
       const char* cmp = e.reduce == ReduceOp::ArgMax ? ">" : "<";
-      // the first maximum wins; the first NaN wins over everything after it
+      // The first maximum wins; the first NaN wins over everything after it. Selects, not a branch: the copy
+      // for rows of one vectorizes across rows only without control flow (there GCC folds it to a memset).
       const std::string at = single ? var_id(s_.vars.at(static_cast<size_t>(e.rvars[0].slot))) : r + "_pos";
       step = fmt::format(
-          "{}{{ const {} x = {}; if ({}_best == {}_best && (x != x || x {} {}_best)) {{ {}_best = x; {} = "
-          "{}; }} }}\n",
-          inner, o_.real, b, r, r, cmp, r, r, r, at);
+          "{}{{ const {} x = {}; const bool {}_take = {}_best == {}_best && (x != x || x {} {}_best); "
+          "{}_best = {}_take ? x : {}_best; {} = {}_take ? {} : {}; }}\n",
+          inner, o_.real, b, r, r, r, cmp, r, r, r, r, r, r, at, r);
       if (!single) step += fmt::format("{}++{}_pos;\n", inner, r);
       break;
     }
