@@ -46,7 +46,9 @@ namespace {
 
 // A compute function without its OpenMP work sharing, renamed NAME_serial: `omp parallel` and `omp for` lines
 // go (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for
-// simd` keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause.
+// simd` keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause. (Keeping the collapse
+// of a copy for inner sizes of 1 measured mixed on permute's serial cases: 1.5x slower at 336 rows, where the
+// collapsed loop's index arithmetic costs more than it vectorizes, 0.6-0.9x at 3072.)
 std::string serial_copy(const std::string& body, const std::string& name) {
   std::string out;
   size_t pos = 0;
@@ -352,7 +354,8 @@ class Lowering {
   std::vector<Group> groups_;
   std::vector<int> scratch_slot_;
   int next_scratch_ = 0;
-  std::string block_row_;  // while a row block is emitted: the row's index within it (row-local offsets)
+  bool unit_rows_ = false;  // while the copy for inner sizes of 1 is emitted (unit_dispatch)
+  std::string block_row_;   // while a row block is emitted: the row's index within it (row-local offsets)
   // While a flat elementwise statement is emitted (emit_flat): its loop variable, the offset of every
   // access whose indices are flat_idx_ (the domain variables in order).
   std::string flat_;
@@ -566,6 +569,7 @@ constexpr int kInterchangeBlock = 4;  // emit_interchanged: vectors of a row blo
 constexpr int kRegionsMinRow = 64;    // emit_range_regions
 constexpr int kFlatRowsBelow = 256;   // emit_loops: flat elementwise statements with shorter rows
 constexpr int kRowDotsMinTerms = 8;   // emit_row_dots: sums of fewer terms keep the reduction loop
+constexpr int kUnitRowUnroll = 16;    // unit_dispatch: rows of up to this constant length unroll whole
 }  // namespace
 
 // The loops over axes [prefix, n_domain) of statement si and the element computation inside them; a
@@ -1136,6 +1140,12 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
     // GCC takes one loop pragma: `omp simd` wins, and unroll applies to loops it does not vectorize.
     if (o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce)) {
       inner_head += ind + "#pragma omp simd\n";
+    } else if (unit_rows_ && s.var_extent[static_cast<size_t>(s.n_domain - 1)]->kind != ExprKind::Size) {
+      // A row of c elements in the copy for inner sizes of 1 (extent c·Size): unrolled whole, so the loop
+      // across rows has no inner loop left. GCC's own complete unrolling gives up on larger bodies (rope
+      // f16 E = 1, rows of 2 with their conversions: 24 -> 3 us). Rows of one need no pragma (and measured
+      // slower with it on permute).
+      inner_head += fmt::format("{}#pragma GCC unroll {}\n", ind, kUnitRowUnroll);
     } else if (o_.unroll > 1) {
       inner_head += fmt::format("{}#pragma GCC unroll {}\n", ind, o_.unroll);
     }
@@ -2470,7 +2480,9 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit,
   for (const std::string& z : unit) out += fmt::format("    constexpr int64_t {} = 1;\n", z);
   const bool vectorize = o_.vectorize;
   o_.vectorize = false;
+  unit_rows_ = true;
   out += nest(true);
+  unit_rows_ = false;
   o_.vectorize = vectorize;
   return out + "    } else {\n" + nest(false) + "    }\n";
 }
