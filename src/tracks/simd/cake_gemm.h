@@ -210,6 +210,26 @@ inline constexpr bool kBf16Dot = false;
 #endif
 inline constexpr int64_t kBf16DotLanes = 16;  // f32 lanes of one 512-bit VDPBF16PS result
 
+// Packs a panel of B for the dot product: bq[k2 · NR + c] = b(2·k2, c) | b(2·k2 + 1, c) << 16 for
+// c < jn, 0 beyond, where b(k, c) = b[k · bsk + c · bsj]. Rows of contiguous columns that fill the panel
+// take a copy without conditions: the masked copy serialized its iterations on the merge of the masked
+// loads (batched_matmul bf16 32 × 256³ 0.92× the time, docs/tracks.md).
+template <int64_t NR>
+static inline void pack_bf16_pairs(const uint16_t* __restrict b, int64_t bsj, int64_t bsk, int64_t K,
+                                   int64_t jn, uint32_t* __restrict bq) {
+  for (int64_t k = 0; k < K; k += 2) {
+    const uint16_t* lo = b + k * bsk;
+    uint32_t* q = bq + k / 2 * NR;
+    if (bsj == 1 && jn == NR && k + 1 < K) {
+#pragma omp simd
+      for (int64_t c = 0; c < NR; ++c) q[c] = (uint32_t)lo[c] | (uint32_t)lo[c + bsk] << 16;
+    } else {
+      for (int64_t c = 0; c < NR; ++c)
+        q[c] = c < jn ? (uint32_t)lo[c * bsj] | (k + 1 < K ? (uint32_t)lo[c * bsj + bsk] << 16 : 0u) : 0u;
+    }
+  }
+}
+
 // tile[r * NV·16 + c] = Σ_k2 a2(r, k2) ·pair bq[k2 · NV·16 + c], for r < MR and c < NV·16, stored as Out.
 // a2(r, k2) returns row r's pair k2 as packed above.
 template <int MR, int NV, class Out, class LoadA2>

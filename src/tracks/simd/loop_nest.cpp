@@ -1936,14 +1936,8 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
     out += ind + "} else {\n" + pack_b + ind + "}\n";
   } else if (dot) {
     out += ind + "if constexpr (kDot) {\n";
-    out += ind + "  for (int64_t k2 = 0; k2 < (cK + 1) / 2; ++k2)\n";
-    out += ind + "    for (int64_t c = 0; c < NR; ++c) {\n";
-    out += ind + "      const int64_t k = 2 * k2, o = bbase + (j0 + c) * bsj + k * bsk;\n";
-    out += fmt::format(
-        "{}      const uint32_t lo = c < jn ? {}[o] : 0, hi = c < jn && k + 1 < cK ? {}[o + bsk] : 0;\n", ind,
-        b_name, b_name);
-    out += ind + "      bq[k2 * NR + c] = lo | hi << 16;\n";
-    out += ind + "    }\n";
+    out += fmt::format("{}  cake_gemm::pack_bf16_pairs<NR>({} + bbase + j0 * bsj, bsj, bsk, cK, jn, bq);\n",
+                       ind, b_name);
     out += ind + "} else {\n" + pack_b + ind + "}\n";
   } else {
     out += pack_b;
