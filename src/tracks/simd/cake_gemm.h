@@ -79,6 +79,39 @@ static inline void prefetch_at(const void* p, int64_t bytes) {
       reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes)));
 }
 
+// sums[r] = Σ_lanes v[r] for r < R: the R vectors are folded pairwise (adjacent lanes added, of two
+// vectors at once: ConcatEven + ConcatOdd), so R rows' horizontal sums take about log2(lanes) + log2(R)
+// steps of two permutes and an add, not a reduction per row (attention's scores, six rows of 64 per
+// call: docs/tracks.md). One row, or more rows than lanes, take one reduction per row.
+template <int R, class D>
+static inline void sum_lanes_of_rows(D d, const hn::Vec<D>* v, hn::TFromD<D>* sums) {
+  constexpr int L = static_cast<int>(lanes<hn::TFromD<D>>());
+  constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : R <= 16 ? 16 : 32;  // 2^n ≥ R
+  if constexpr (R == 1 || P > L) {
+    for (int r = 0; r < R; ++r) sums[r] = hn::GetLane(hn::SumOfLanes(d, v[r]));
+  } else {
+    const auto fold = [&](hn::Vec<D> lo, hn::Vec<D> hi) {
+      return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo));
+    };
+    hn::Vec<D> w[P];
+#pragma GCC unroll 32
+    for (int r = 0; r < P; ++r) w[r] = r < R ? v[r] : hn::Zero(d);
+      // Row r's partial sums are lanes [r·L/n, (r + 1)·L/n) of the n-th fold's single vector.
+    constexpr int kRowLevels = std::bit_width(static_cast<unsigned>(P)) - 1;
+    constexpr int kLaneLevels = std::bit_width(static_cast<unsigned>(L / P)) - 1;
+#pragma GCC unroll 8
+    for (int level = 0; level < kRowLevels; ++level)
+#pragma GCC unroll 16
+      for (int i = 0; i < (P >> level) / 2; ++i) w[i] = fold(w[2 * i], w[2 * i + 1]);
+#pragma GCC unroll 8
+    for (int level = 0; level < kLaneLevels; ++level) w[0] = fold(w[0], w[0]);
+    alignas(64) hn::TFromD<D> t[L];
+    hn::Store(w[0], d, t);
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r) sums[r] = t[r];
+  }
+}
+
 // Matrix times vector: out[r · ostride] = Σ_k a[r][k] · b[k] for r < MR, rows of A and B contiguous along k
 // and read in place. Each row keeps one vector of partial sums (MR independent chains) and every load of b
 // serves all MR rows; A is prefetched kPrefetchBytes ahead, once per 64-byte line.
@@ -112,9 +145,10 @@ static inline void dot_rows(int64_t K, const typename SrcA::T* const* a, const t
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) tail[r] = hn::MulAdd(load_as<SrcA>(d1, a[r] + k), bv, tail[r]);
   }
+  Acc sums[MR];
+  sum_lanes_of_rows<MR>(d, acc, sums);
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-    out[r * ostride] = hn::GetLane(hn::SumOfLanes(d, acc[r])) + hn::GetLane(tail[r]);
+  for (int r = 0; r < MR; ++r) out[r * ostride] = sums[r] + hn::GetLane(tail[r]);
 }
 
 // Calls f(std::integral_constant<int, R>()) for the smallest R in MR, ⌈MR/2⌉, ⌈MR/4⌉, …, 1 with R ≥ n
@@ -290,8 +324,14 @@ static inline void dot_rows_bf16(int64_t K, const uint16_t* const* a, const uint
     for (int r = 0; r < MR; ++r)
       acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(m, a[r] + k), bv);
   }
+  const hn::Full512<float> d;
+  hn::Vec512<float> v[MR];
+  float sums[MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) out[r * ostride] = static_cast<Out>(_mm512_reduce_add_ps(acc[r]));
+  for (int r = 0; r < MR; ++r) v[r] = hn::Vec512<float>{acc[r]};
+  sum_lanes_of_rows<MR>(d, v, sums);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) out[r * ostride] = static_cast<Out>(sums[r]);
 #else
   (void)K, (void)a, (void)b, (void)out, (void)ostride;
   static_assert(sizeof(Out) == 0, "dot_rows_bf16 needs AVX512-BF16 (compile with -march supporting it)");

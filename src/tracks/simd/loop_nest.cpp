@@ -777,11 +777,22 @@ std::string Lowering::emit_row_dots(int si, int prefix, const std::string& ind0,
   const std::string rows = start(*rd.rows);
   out += pre + fmt::format("{}  rd_rows[r] = {};\n{}}}\n", in, rows, in);
   out += fmt::format("{}{} rd_dot[{}];\n", in, acc_, kRows);
+  // Sums in f32 of two bf16 inputs go to the bf16 dot product (knob bf16_dot), as contractions do.
+  const std::string dots = fmt::format(
+      "cake_gemm::dot_rows<R, {}, typename IO::Src, typename IO::Src>({}, rd_rows, rd_vec, rd_dot, 1);\n",
+      acc_, k);
   out += fmt::format(
-      "{}cake_gemm::with_rows<{}>(rd_n, [&](auto rows_) {{\n{}  constexpr int R = decltype(rows_)::value;\n"
-      "{}  cake_gemm::dot_rows<R, {}, typename IO::Src, typename IO::Src>({}, rd_rows, rd_vec, rd_dot, 1);\n"
-      "{}}});\n",
-      in, kRows, in, in, acc_, k, in);
+      "{}cake_gemm::with_rows<{}>(rd_n, [&](auto rows_) {{\n{}  constexpr int R = decltype(rows_)::value;\n",
+      in, kRows, in);
+  if (o_.bf16_dot && acc_ == "float") {
+    out += fmt::format(
+        "{}  if constexpr (cake_gemm::kBf16Dot && std::is_same_v<typename IO::Src, cake_gemm::src_bf16>)\n"
+        "{}    cake_gemm::dot_rows_bf16<R>({}, rd_rows, rd_vec, rd_dot, 1);\n{}  else {}",
+        in, in, k, in, dots);
+  } else {
+    out += in + "  " + dots;
+  }
+  out += in + "});\n";
   out +=
       fmt::format("{}for (int64_t r = 0; r < rd_n; ++r) {{\n{}  const int64_t {} = rd_j0 + r;\n", in, in, jv);
   CppExprEmitter rest = emitter(s);

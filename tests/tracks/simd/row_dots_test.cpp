@@ -4,7 +4,9 @@
 // of fewer than 8 terms, and a padded read, keep the loop. On small-integer inputs every sum is exact, so
 // the row dots must give the bits of their padded twin over rows of 1 to 13 outputs (remainders of the
 // six-row groups) and sums of 1 to 67 terms (both sides of the threshold, remainders of the vector width)
-// in three dtypes.
+// in three dtypes. Where the CPU has AVX512-BF16, bf16 rows take the bf16 dot product (knob bf16_dot),
+// exact on these inputs too; the rows' horizontal sums are folded together (cake_gemm::sum_lanes_of_rows),
+// so a row sum landing in another row's output fails the bits.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "kernel_pair.h"
+#include "target/machine.h"
 
 namespace cake {
 namespace {
@@ -54,6 +57,8 @@ TEST(RowDots, BitIdenticalToTheReductionLoop) {
   ASSERT_TRUE(b.ok()) << b.failure << "\n" << b.log;
   EXPECT_NE(dots_src.find("rd_rows"), std::string::npos);
   EXPECT_EQ(loop_src.find("rd_rows"), std::string::npos) << "a padded read keeps the loop";
+  EXPECT_EQ(dots_src.find("dot_rows_bf16") != std::string::npos, target::describe_machine().isa.avx512bf16)
+      << "bf16 rows go to the bf16 dot product where the CPU has it";
   const build::Kernel ka(a.library), kb(b.library);
   for (const DType t : {DType::f32, DType::bf16, DType::f16}) {
     for (const int64_t rows : {1, 5, 6, 7, 13}) {
