@@ -86,17 +86,18 @@ static inline void prefetch_at(const void* p, int64_t bytes) {
 template <int R, class D>
 static inline void sum_lanes_of_rows(D d, const hn::Vec<D>* v, hn::TFromD<D>* sums) {
   constexpr int L = static_cast<int>(lanes<hn::TFromD<D>>());
-  constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : R <= 16 ? 16 : 32;  // 2^n ≥ R
+  constexpr int P = static_cast<int>(std::bit_ceil(static_cast<unsigned>(R)));
   if constexpr (R == 1 || P > L) {
     for (int r = 0; r < R; ++r) sums[r] = hn::GetLane(hn::SumOfLanes(d, v[r]));
   } else {
     const auto fold = [&](hn::Vec<D> lo, hn::Vec<D> hi) {
       return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo));
     };
+    // After the row levels, row r's partial sums are lanes [r·L/P, (r + 1)·L/P) of w[0]; each lane level
+    // then halves their number, down to lane r.
     hn::Vec<D> w[P];
 #pragma GCC unroll 32
     for (int r = 0; r < P; ++r) w[r] = r < R ? v[r] : hn::Zero(d);
-      // Row r's partial sums are lanes [r·L/n, (r + 1)·L/n) of the n-th fold's single vector.
     constexpr int kRowLevels = std::bit_width(static_cast<unsigned>(P)) - 1;
     constexpr int kLaneLevels = std::bit_width(static_cast<unsigned>(L / P)) - 1;
 #pragma GCC unroll 8
