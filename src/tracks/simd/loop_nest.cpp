@@ -746,7 +746,8 @@ std::optional<RowDots> Lowering::row_dots(int si, int prefix) const {
 // Statement si over its innermost axis j as row dot products rd: the rows of six consecutive j at a time
 // against the vector (cake_gemm::dot_rows: one vector of partial sums per row, each load of the vector
 // serving all of them), both read in place and widened to the accumulation type; then the rest of the
-// statement per j. One horizontal sum per output instead of a reduction loop each.
+// statement per j. The six rows' sums are folded together (cake_gemm::sum_lanes_of_rows) instead of a
+// reduction loop per output.
 std::string Lowering::emit_row_dots(int si, int prefix, const std::string& ind0, const RowDots& rd) {
   constexpr int kRows = 6;
   const Stmt& s = stmt(si);
