@@ -44,6 +44,11 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
 
 namespace {
 
+// In generated code: whether this instantiation multiplies bf16 pairs on the bf16 dot product (the CPU
+// has it, and IO's operands are bf16). Contractions and row dots test the same condition.
+constexpr const char* kBf16DotHere =
+    "cake_gemm::kBf16Dot && std::is_same_v<typename IO::Src, cake_gemm::src_bf16>";
+
 // A compute function without its OpenMP work sharing, renamed NAME_serial: `omp parallel` and `omp for` lines
 // go (their blocks stay plain blocks, and omp_get_num_threads() is 1 outside a region), `omp parallel for
 // simd` keeps only its `omp simd`, `omp for simd` its `omp simd` and collapse clause. (Keeping the collapse
@@ -786,10 +791,9 @@ std::string Lowering::emit_row_dots(int si, int prefix, const std::string& ind0,
       "{}cake_gemm::with_rows<{}>(rd_n, [&](auto rows_) {{\n{}  constexpr int R = decltype(rows_)::value;\n",
       in, kRows, in);
   if (o_.bf16_dot && acc_ == "float") {
-    out += fmt::format(
-        "{}  if constexpr (cake_gemm::kBf16Dot && std::is_same_v<typename IO::Src, cake_gemm::src_bf16>)\n"
-        "{}    cake_gemm::dot_rows_bf16<R>({}, rd_rows, rd_vec, rd_dot, 1);\n{}  else {}",
-        in, in, k, in, dots);
+    out += fmt::format("{}  if constexpr ({})\n", in, kBf16DotHere);
+    out += fmt::format("{}    cake_gemm::dot_rows_bf16<R>({}, rd_rows, rd_vec, rd_dot, 1);\n", in, k);
+    out += in + "  else " + dots;
   } else {
     out += in + "  " + dots;
   }
@@ -1822,9 +1826,7 @@ std::string Lowering::emit_contraction(const Group& g, const Contraction& mm) {
   const bool direct = !b_src.empty() && !mm.b->args.empty() && mm.b->args.back()->slot == n - 1;
   out += fmt::format("    constexpr int MR = {}, NV = {};\n", o_.mr, o_.nv);
   if (dot) {
-    out +=
-        "    constexpr bool kDot = cake_gemm::kBf16Dot && std::is_same_v<typename IO::Src, "
-        "cake_gemm::src_bf16>;\n";
+    out += fmt::format("    constexpr bool kDot = {};\n", kBf16DotHere);
     out += fmt::format(
         "    constexpr int64_t NR = NV * (kDot ? cake_gemm::kBf16DotLanes : cake_gemm::lanes<{}>());\n",
         acc_t);
