@@ -16,6 +16,8 @@ std::string_view bottleneck_name(Bottleneck b) {
       return "memory-bound";
     case Bottleneck::ComputeContraction:
       return "compute-bound-contraction";
+    case Bottleneck::ComputeContractionChain:
+      return "compute-bound-contraction-chain";
     case Bottleneck::ComputeVector:
       return "compute-bound-vector";
     case Bottleneck::InstructionBound:
@@ -62,7 +64,9 @@ Signature signature_of(const nlohmann::json& cases, const profile::Profile& p,
   } else if (intensity < ridge) {
     s.bottleneck = p.x[profile::Fusion] >= 1 ? Bottleneck::MemoryFusableChain : Bottleneck::MemoryBound;
   } else if (p.x[profile::Contraction] >= 1) {
-    s.bottleneck = Bottleneck::ComputeContraction;
+    // Profile contraction 3: a contraction consumes another's result.
+    s.bottleneck =
+        p.x[profile::Contraction] >= 3 ? Bottleneck::ComputeContractionChain : Bottleneck::ComputeContraction;
   } else {
     s.bottleneck = eff_large < 0.05 ? Bottleneck::InstructionBound : Bottleneck::ComputeVector;
   }

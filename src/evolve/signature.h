@@ -13,12 +13,13 @@
 namespace cake::evolve {
 
 enum class Bottleneck {
-  MemoryFusableChain,     // memory-bound, with a chain of stages that could share one pass
-  MemoryBound,            // memory-bound, nothing to fuse
-  ComputeContraction,     // compute-bound contraction (matmul-like)
-  ComputeVector,          // compute-bound elementwise / reduction arithmetic
-  InstructionBound,       // far below both roofs on its largest cases: scalar code, overheads
-  DivergingShapeRegimes,  // efficiency differs by more than 4x between the small and the large cases
+  MemoryFusableChain,       // memory-bound, with a chain of stages that could share one pass
+  MemoryBound,              // memory-bound, nothing to fuse
+  ComputeContraction,       // compute-bound contraction (matmul-like)
+  ComputeContractionChain,  // compute-bound, a contraction consumes another's result (attention)
+  ComputeVector,            // compute-bound elementwise / reduction arithmetic
+  InstructionBound,         // far below both roofs on its largest cases: scalar code, overheads
+  DivergingShapeRegimes,    // efficiency differs by more than 4x between the small and the large cases
 };
 std::string_view bottleneck_name(Bottleneck b);  // "memory-bound-fusable-chain", ...
 

@@ -30,6 +30,12 @@ std::vector<char> classes_for(Bottleneck b) {
       return {'P', 'H', 'A'};
     case Bottleneck::ComputeContraction:
       return {'P', 'D', 'A', 'H'};
+    case Bottleneck::ComputeContractionChain:
+      // Fused rows run the chain per output row: each row's contraction is row dot products against one
+      // row of the first operand, whose sums end in a horizontal fold, and the next contraction re-reads
+      // its second operand per row. Apart, each is a GEMM over packed panels (simd `fusion=none`:
+      // attention bf16 S=128 T=1024 3.8 -> 2.0 ms).
+      return {'F', 'P', 'D', 'A', 'H'};
     case Bottleneck::ComputeVector:
       return {'A', 'P', 'H'};
     case Bottleneck::InstructionBound:

@@ -42,6 +42,8 @@ TEST(SignatureTest, RooflinePositionAndProfileDecide) {
             Bottleneck::MemoryBound);
   EXPECT_EQ(evolve::signature_of(cases(50, 0.3, 0.4), prof(1, 0), kPeaks).bottleneck,
             Bottleneck::ComputeContraction);
+  EXPECT_EQ(evolve::signature_of(cases(50, 0.3, 0.4), prof(3, 2), kPeaks).bottleneck,
+            Bottleneck::ComputeContractionChain);
   EXPECT_EQ(evolve::signature_of(cases(50, 0.3, 0.4), prof(0, 0), kPeaks).bottleneck,
             Bottleneck::ComputeVector);
   EXPECT_EQ(evolve::signature_of(cases(50, 0.03, 0.02), prof(0, 0), kPeaks).bottleneck,
@@ -68,6 +70,8 @@ TEST(StrategiesTest, EverySignatureHasClassesWithKnobs) {
   EXPECT_EQ(evolve::class_knobs('D'), (std::vector<std::string>{"bf16_dot", "bf16_f32"}));
   const auto contraction = evolve::classes_for(evolve::Bottleneck::ComputeContraction);
   EXPECT_NE(std::find(contraction.begin(), contraction.end(), 'D'), contraction.end());
+  // A chain of contractions tries apart before all else (each contraction its own GEMM).
+  EXPECT_EQ(evolve::classes_for(evolve::Bottleneck::ComputeContractionChain).front(), 'F');
 }
 
 }  // namespace
