@@ -259,8 +259,8 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
       bool placed = false;
       for (size_t k = 0; k < classes.size() && !placed; ++k) {
         // The round rotates the first class too, so every class of the signature gets its turn even when
-        // a round has fewer variants than the signature has classes.
-        const char cls = classes[(size_t(i) + size_t(r) + k) % classes.size()];
+        // a round has fewer variants than the signature has classes; round 1 starts at the most promising.
+        const char cls = classes[(size_t(i) + size_t(r - 1) + k) % classes.size()];
         const json opt = skills::call(s, "optimize",
                                       {{"contract", file},
                                        {"track", parent->track},

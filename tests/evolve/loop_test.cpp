@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "build/build_service.h"
+#include "evolve/strategies.h"
 #include "target/machine.h"
 
 namespace {
@@ -68,6 +69,15 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
     EXPECT_GE(r.rounds[i].efficiency, r.rounds[i - 1].efficiency) << "round " << i;
     EXPECT_EQ(r.rounds[i].strategies.size(), 2u);
     EXPECT_EQ(r.rounds[i].good + r.rounds[i].medium + r.rounds[i].poor, int(1 + 2 * i));
+  }
+  // Round 1 starts with its signature's most promising class ("<signature> -> <class>: <move>").
+  const std::string& first = r.rounds[1].strategies.at(0);
+  const size_t arrow = first.find(" -> ");
+  ASSERT_NE(arrow, std::string::npos) << first;
+  for (int b = 0; b <= int(evolve::Bottleneck::DivergingShapeRegimes); ++b) {
+    if (evolve::bottleneck_name(evolve::Bottleneck(b)) == first.substr(0, arrow)) {
+      EXPECT_EQ(first.at(arrow + 4), evolve::classes_for(evolve::Bottleneck(b)).front()) << first;
+    }
   }
   EXPECT_EQ(r.measured_now, 5);
   EXPECT_EQ(count(db, "SELECT COUNT(DISTINCT source_hash) FROM evolution_variants WHERE run_id = ?", r.run),
