@@ -153,10 +153,11 @@ void measure(skills::Session& s, const std::string& file, const std::vector<case
 }
 
 // Classes H and D across variants: the fittest single-track variant split with the correct variant that best
-// complements it, by case size (tracks::best_split) or by dtype (tracks::best_dtype_split) over their
-// measured cases, when the split predicts a mean efficiency at least min_gain above the fittest variant's.
-// Returns the composite's knobs and strategy.
-std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Variant>& all, double min_gain) {
+// complements it, by case size or one of the `sizes` (tracks::best_split) or by dtype
+// (tracks::best_dtype_split) over their measured cases, when the split predicts a mean efficiency at least
+// min_gain above the fittest variant's. Returns the composite's knobs and strategy.
+std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Variant>& all, double min_gain,
+                                                           const std::vector<std::string>& sizes) {
   const Variant* base = nullptr;
   for (const Variant& v : all)
     if (v.correct() && !is_composite(v.track) && (!base || fitter(v, *base))) base = &v;
@@ -180,12 +181,17 @@ std::optional<std::pair<json, std::string>> plan_composite(const std::vector<Var
   for (const Variant& v : all) {
     if (&v == base || !v.correct() || is_composite(v.track)) continue;
     const json a = v.result.value("cases", json::array()), b = base->result.value("cases", json::array());
-    if (const auto sp = tracks::best_split(a, b)) {
+    if (const auto sp = tracks::best_split(a, b, sizes)) {
       const Variant& small = sp->a_small ? v : *base;
       const Variant& large = sp->a_small ? *base : v;
-      consider(small, large, sp->efficiency, {{"below_io_bytes", std::to_string(sp->below_io_bytes)}},
-               fmt::format("H: regimes: variant {} below {} I/O bytes ({} cases), variant {} above", small.id,
-                           sp->below_io_bytes, sp->small_cases, large.id));
+      const std::string below = std::to_string(sp->below);
+      json route = sp->size.empty()
+                       ? json{{"below_io_bytes", below}}
+                       : json{{"below_io_bytes", "0"}, {"size", sp->size}, {"below_size", below}};
+      consider(small, large, sp->efficiency, std::move(route),
+               fmt::format("H: regimes: variant {} below {} ({} cases), variant {} above", small.id,
+                           sp->size.empty() ? below + " I/O bytes" : sp->size + " = " + below,
+                           sp->small_cases, large.id));
     }
     if (const auto sp = tracks::best_dtype_split(a, b)) {
       std::string names;
@@ -239,7 +245,7 @@ int plan_round(skills::Session& s, const std::string& file, int64_t run, int r,
   int planned = 0;
   s.db.exec("BEGIN IMMEDIATE");
   try {
-    if (const auto comp = plan_composite(all, o.composite_gain)) {
+    if (const auto comp = plan_composite(all, o.composite_gain, tracks::routable_sizes(c))) {
       const auto id = identity(s, c, tracks::kRegimesTrack, comp->first);
       if (!seen.count(std::string(tracks::kRegimesTrack) + "|" + id.first) && !seen.count(id.second)) {
         seen.insert(id.second);

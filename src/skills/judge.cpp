@@ -233,6 +233,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
                            {"flops", cost.flops},
                            {"bytes", cost.bytes_read + cost.bytes_written},
                            {"io_bytes", cases::case_bytes(c, k)},
+                           {"sizes", k.free},
                            {"verdict", eval::verdict_name(run.verdict)},
                            {"detail", run.detail},
                            {"t_cand_s", t_cand},

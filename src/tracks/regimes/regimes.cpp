@@ -22,18 +22,42 @@ std::string dtype_list(const std::vector<DType>& ds) {
   return out;
 }
 
+// The call's value of size `name` as a C expression over the ABI's tensors ("in[1].shape[2]"), from the
+// first input, else output, with a dimension that is that size alone; empty when none is.
+std::string size_in_call(const CheckedContract& c, const std::string& name) {
+  const auto find = [&](const std::vector<TensorDecl>& ts, const char* side) -> std::string {
+    for (size_t t = 0; t < ts.size(); ++t) {
+      for (size_t d = 0; d < ts[t].dims.size(); ++d) {
+        const te::Expr& e = *ts[t].dims[d];
+        if (e.kind == te::ExprKind::Size && e.name == name)
+          return fmt::format("{}[{}].shape[{}]", side, t, d);
+      }
+    }
+    return "";
+  };
+  const std::string in = find(c.contract.inputs, "in");
+  return in.empty() ? find(c.contract.outputs, "out") : in;
+}
+
 // The dispatcher: both variants' kernel.so embedded with .incbin, loaded through memfd on first use.
 std::string dispatcher_source(const CheckedContract& c, const Artifact& small, const Artifact& large,
                               const Route& r) {
   std::string what, first;
-  if (r.first_dtypes.empty()) {
+  // Tensor shapes and dtypes are read only once the counts are right.
+  const std::string counts =
+      fmt::format("n_in == {} && n_out == {}", c.contract.inputs.size(), c.contract.outputs.size());
+  if (!r.size.empty()) {
+    const std::string at = size_in_call(c, r.size);
+    if (at.empty()) throw Error("regimes: size " + r.size + " is not a dimension of any input or output");
+    what = fmt::format("cases with {} below {}", r.size, r.below_size);
+    first = fmt::format("{} && {} < INT64_C({})", counts, at, r.below_size);
+  } else if (r.first_dtypes.empty()) {
     what = fmt::format("cases with fewer than {} bytes of inputs and outputs", r.below_io_bytes);
     first = fmt::format("io_bytes(in, n_in) + io_bytes(out, n_out) < INT64_C({})", r.below_io_bytes);
   } else {
     what = "cases of operator dtype " + dtype_list(r.first_dtypes);
-    const std::string op = op_dtype_expr(c);  // reads in[i] or out[i]: only once the counts are right
-    first =
-        fmt::format("n_in == {} && n_out == {} && (", c.contract.inputs.size(), c.contract.outputs.size());
+    const std::string op = op_dtype_expr(c);
+    first = counts + " && (";
     for (size_t i = 0; i < r.first_dtypes.size(); ++i)
       first += fmt::format("{}{} == {}", i ? " || " : "", op, static_cast<int>(r.first_dtypes[i]));
     first += ")";
@@ -130,6 +154,10 @@ Artifact compose_regimes(const CheckedContract& c, const Artifact& small, const 
   a.knobs.set("large", nlohmann::json{{"track", large.track}, {"knobs", large.knobs.to_json()}}.dump());
   a.knobs.set("below_io_bytes", r.below_io_bytes);
   if (!r.first_dtypes.empty()) a.knobs.set("dtypes", dtype_list(r.first_dtypes));
+  if (!r.size.empty()) {
+    a.knobs.set("size", r.size);
+    a.knobs.set("below_size", r.below_size);
+  }
   a.op = small.op;
   a.contract_hash = small.contract_hash;
   a.main_file = "dispatch.cpp";
@@ -148,11 +176,12 @@ RegimesParts regimes_parts(const Knobs& k) {
   try {
     const nlohmann::json small = nlohmann::json::parse(k.choice("small"));
     const nlohmann::json large = nlohmann::json::parse(k.choice("large"));
-    RegimesParts p{small.at("track"),
-                   large.at("track"),
-                   small.at("knobs"),
-                   large.at("knobs"),
-                   {k.integer("below_io_bytes"), {}}};
+    RegimesParts p{small.at("track"), large.at("track"), small.at("knobs"), large.at("knobs"),
+                   Route::by_io_bytes(k.integer("below_io_bytes"))};
+    if (k.has("size")) {
+      p.route.size = k.choice("size");
+      p.route.below_size = k.integer("below_size");
+    }
     if (k.has("dtypes")) {
       std::stringstream in(k.choice("dtypes"));
       for (std::string name; std::getline(in, name, ',');) {
@@ -175,32 +204,52 @@ double case_efficiency(const nlohmann::json& k) {
 }
 }  // namespace
 
-std::optional<RegimeSplit> best_split(const nlohmann::json& a, const nlohmann::json& b) {
+std::vector<std::string> routable_sizes(const CheckedContract& c) {
+  std::vector<std::string> out;
+  for (const SizeInfo& z : c.sizes)
+    if (z.free && !size_in_call(c, z.name).empty()) out.push_back(z.name);
+  return out;
+}
+
+std::optional<RegimeSplit> best_split(const nlohmann::json& a, const nlohmann::json& b,
+                                      const std::vector<std::string>& sizes) {
   struct Point {
-    double io, ea, eb;
+    double key, ea, eb;
   };
   if (!a.is_array() || !b.is_array() || a.size() != b.size() || a.empty()) return std::nullopt;
-  std::vector<Point> pts;
-  for (size_t i = 0; i < a.size(); ++i) {
+  for (size_t i = 0; i < a.size(); ++i)
     if (a[i].value("verdict", "") != "pass" || b[i].value("verdict", "") != "pass") return std::nullopt;
-    pts.push_back({a[i].value("io_bytes", 0.0), case_efficiency(a[i]), case_efficiency(b[i])});
-  }
-  std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.io < y.io; });
-  const double n = double(pts.size());
   std::optional<RegimeSplit> best;
-  // Cut before point i (1 <= i < n) where io_bytes changes: [0, i) small, [i, n) large.
-  double sum_a_below = 0, sum_b_below = 0, sum_a = 0, sum_b = 0;
-  for (const Point& p : pts) sum_a += p.ea, sum_b += p.eb;
-  for (size_t i = 1; i < pts.size(); ++i) {
-    sum_a_below += pts[i - 1].ea;
-    sum_b_below += pts[i - 1].eb;
-    if (pts[i].io == pts[i - 1].io) continue;
-    const int64_t cut = int64_t(std::ceil(std::sqrt(std::max(pts[i - 1].io, 1.0) * pts[i].io)));
-    const double a_small = (sum_a_below + (sum_b - sum_b_below)) / n;
-    const double b_small = (sum_b_below + (sum_a - sum_a_below)) / n;
-    for (const bool as : {true, false}) {
-      const double e = as ? a_small : b_small;
-      if (!best || e > best->efficiency) best = RegimeSplit{as, cut, e, int(i)};
+  // By the I/O bytes (size ""), then by each size every case gives.
+  std::vector<std::string> keys{""};
+  for (const std::string& z : sizes) {
+    if (std::all_of(a.begin(), a.end(), [&](const nlohmann::json& k) {
+          return k.contains("sizes") && k["sizes"].contains(z) && k["sizes"][z].is_number();
+        }))
+      keys.push_back(z);
+  }
+  for (const std::string& z : keys) {
+    std::vector<Point> pts;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double key = z.empty() ? a[i].value("io_bytes", 0.0) : a[i]["sizes"][z].get<double>();
+      pts.push_back({key, case_efficiency(a[i]), case_efficiency(b[i])});
+    }
+    std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.key < y.key; });
+    const double n = double(pts.size());
+    // Cut before point i (1 <= i < n) where the key changes: [0, i) small, [i, n) large.
+    double sum_a_below = 0, sum_b_below = 0, sum_a = 0, sum_b = 0;
+    for (const Point& p : pts) sum_a += p.ea, sum_b += p.eb;
+    for (size_t i = 1; i < pts.size(); ++i) {
+      sum_a_below += pts[i - 1].ea;
+      sum_b_below += pts[i - 1].eb;
+      if (pts[i].key == pts[i - 1].key) continue;
+      const int64_t cut = int64_t(std::ceil(std::sqrt(std::max(pts[i - 1].key, 1.0) * pts[i].key)));
+      const double a_small = (sum_a_below + (sum_b - sum_b_below)) / n;
+      const double b_small = (sum_b_below + (sum_a - sum_a_below)) / n;
+      for (const bool as : {true, false}) {
+        const double e = as ? a_small : b_small;
+        if (!best || e > best->efficiency) best = RegimeSplit{as, z, cut, e, int(i)};
+      }
     }
   }
   return best;

@@ -1,11 +1,12 @@
-// Regime composites: the split searches (by size, by dtype) over measured cases (no timing: hand-made
-// cases), a composite of a simd and a halide kernel that must pass the gate on every standard case, each
-// regime holding some of them, and composites with a refusing part that show each case runs the variant its
-// route (size or dtype) names.
+// Regime composites: the split searches (by I/O bytes or a size symbol, by dtype) over measured cases (no
+// timing: hand-made cases), a composite of a simd and a halide kernel that must pass the gate on every
+// standard case, each regime holding some of them, and composites with a refusing part that show each case
+// runs the variant its route (I/O bytes, a size, or dtype) names.
 #include "tracks/regimes/regimes.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -45,13 +46,39 @@ TEST(BestSplit, GivesEachRegimeToTheVariantThatWinsIt) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->a_small);
   EXPECT_EQ(s->small_cases, 2);
-  EXPECT_GT(s->below_io_bytes, 64);
-  EXPECT_LE(s->below_io_bytes, 1000000);
+  EXPECT_EQ(s->size, "");
+  EXPECT_GT(s->below, 64);
+  EXPECT_LE(s->below, 1000000);
   EXPECT_DOUBLE_EQ(s->efficiency, (0.9 + 0.8 + 0.7 + 0.6) / 4);
   const auto r = best_split(b, a);  // the other way round
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->a_small);
-  EXPECT_EQ(r->below_io_bytes, s->below_io_bytes);
+  EXPECT_EQ(r->below, s->below);
+}
+
+TEST(BestSplit, SplitsByASizeWhereTheBytesCannot) {
+  // a wins where S is small, whatever the bytes: no cut of the bytes separates its two cases from b's.
+  json a = cases_of({{100, 0.9}, {1e6, 0.8}, {1e3, 0.1}, {1e5, 0.2}});
+  json b = cases_of({{100, 0.1}, {1e6, 0.2}, {1e3, 0.7}, {1e5, 0.6}});
+  const std::vector<int> s_of{1, 7, 128, 1024};
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i]["sizes"] = {{"S", s_of[i]}, {"D", 64}};
+    b[i]["sizes"] = a[i]["sizes"];
+  }
+  const auto bytes = best_split(a, b);  // no size asked for: the bytes' best
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size, "");
+  const auto s = best_split(a, b, {"D", "S"});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size, "S");
+  EXPECT_TRUE(s->a_small);
+  EXPECT_EQ(s->small_cases, 2);
+  EXPECT_GT(s->below, 7);
+  EXPECT_LE(s->below, 128);
+  EXPECT_DOUBLE_EQ(s->efficiency, (0.9 + 0.8 + 0.7 + 0.6) / 4);
+  EXPECT_GT(s->efficiency, bytes->efficiency);
+  a[2]["sizes"].erase("S");  // a size that one case lacks is not split on
+  EXPECT_EQ(best_split(a, b, {"S"})->size, "");
 }
 
 TEST(BestSplit, NeverCutsBetweenCasesOfOneSizeAndNeedsEveryCasePassing) {
@@ -82,9 +109,9 @@ TEST(Compose, RefusesMixedOperatorsAndNesting) {
   const CheckedContract c = softmax();
   Artifact a, b;
   a.op = "softmax", b.op = "rms_norm";
-  EXPECT_THROW(compose_regimes(c, a, b, {100, {}}), Error);
+  EXPECT_THROW(compose_regimes(c, a, b, Route::by_io_bytes(100)), Error);
   b.op = "softmax", b.track = kRegimesTrack;
-  EXPECT_THROW(compose_regimes(c, a, b, {100, {}}), Error);
+  EXPECT_THROW(compose_regimes(c, a, b, Route::by_io_bytes(100)), Error);
 }
 
 TEST(Compose, ASimdAndHalideCompositePassesTheGateInBothRegimes) {
@@ -95,7 +122,7 @@ TEST(Compose, ASimdAndHalideCompositePassesTheGateInBothRegimes) {
   if (!halide) GTEST_SKIP() << "no halide track in this build";
   const int64_t below = 1 << 16;
   const Artifact comp = compose_regimes(c, simd->lower(c, m, Knobs::from_json({{"serial_below", "65536"}})),
-                                        halide->lower(c, m, {}), {below, {}});
+                                        halide->lower(c, m, {}), Route::by_io_bytes(below));
   EXPECT_EQ(comp.track, kRegimesTrack);
   const RegimesParts parts = regimes_parts(comp.knobs);
   EXPECT_EQ(parts.small_track, "simd");
@@ -158,19 +185,40 @@ TEST(Compose, EachCaseRunsTheVariantOfItsRegime) {
   const Artifact bad = refusing(good);
   const int64_t below = 1 << 16;
   for (const bool good_small : {true, false}) {
-    const Artifact comp =
-        good_small ? compose_regimes(c, good, bad, {below, {}}) : compose_regimes(c, bad, good, {below, {}});
+    const Artifact comp = good_small ? compose_regimes(c, good, bad, Route::by_io_bytes(below))
+                                     : compose_regimes(c, bad, good, Route::by_io_bytes(below));
     expect_routing(c, comp, [&](const cases::Case& k) {
       return (cases::case_bytes(c, k) < double(below)) == good_small;
     });
   }
 }
 
+TEST(Compose, EachCaseRunsTheVariantOfItsShape) {
+  const CheckedContract c = softmax();                                 // x: [N, D]
+  EXPECT_EQ(routable_sizes(c), (std::vector<std::string>{"D", "N"}));  // in the contract's size order
+  const target::MachineInfo m = target::describe_machine();
+  const Artifact good = find_track("simd")->lower(c, m, {});
+  // The median D of the standard cases: both regimes hold some.
+  std::vector<int64_t> ds;
+  for (const cases::Case& k : cases::make_cases(c, cases::Set::Standard)) ds.push_back(k.free.at("D"));
+  std::sort(ds.begin(), ds.end());
+  const int64_t below = ds[ds.size() / 2];
+  const Artifact comp = compose_regimes(c, refusing(good), good, Route::by_size("D", below));
+  const RegimesParts parts = regimes_parts(comp.knobs);
+  EXPECT_EQ(parts.route.size, "D");
+  EXPECT_EQ(parts.route.below_size, below);
+  const int large = expect_routing(c, comp, [&](const cases::Case& k) { return k.free.at("D") >= below; });
+  EXPECT_GT(large, 0);
+  EXPECT_LT(large, c.contract.standard.count);
+  EXPECT_THROW(compose_regimes(c, good, good, Route::by_size("Q", 4)),
+               Error);  // no tensor has a dimension Q
+}
+
 TEST(Compose, EachCaseRunsTheVariantOfItsDtype) {
   const CheckedContract c = softmax();
   const target::MachineInfo m = target::describe_machine();
   const Artifact good = find_track("simd")->lower(c, m, {});
-  const Artifact comp = compose_regimes(c, good, refusing(good), {0, {DType::bf16, DType::f16}});
+  const Artifact comp = compose_regimes(c, good, refusing(good), Route::by_dtypes({DType::bf16, DType::f16}));
   const RegimesParts parts = regimes_parts(comp.knobs);
   EXPECT_EQ(parts.route.first_dtypes, (std::vector<DType>{DType::bf16, DType::f16}));
   EXPECT_THROW(
