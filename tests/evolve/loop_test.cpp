@@ -74,11 +74,14 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   const std::string& first = r.rounds[1].strategies.at(0);
   const size_t arrow = first.find(" -> ");
   ASSERT_NE(arrow, std::string::npos) << first;
+  int named = 0;
   for (int b = 0; b <= int(evolve::Bottleneck::DivergingShapeRegimes); ++b) {
     if (evolve::bottleneck_name(evolve::Bottleneck(b)) == first.substr(0, arrow)) {
+      ++named;
       EXPECT_EQ(first.at(arrow + 4), evolve::classes_for(evolve::Bottleneck(b)).front()) << first;
     }
   }
+  EXPECT_EQ(named, 1) << "no signature of that name: " << first;
   EXPECT_EQ(r.measured_now, 5);
   EXPECT_EQ(count(db, "SELECT COUNT(DISTINCT source_hash) FROM evolution_variants WHERE run_id = ?", r.run),
             5);
