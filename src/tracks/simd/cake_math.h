@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "cake_prelude.h"
+
 static inline void cake_set_error(int* err, int code) {
   __atomic_store_n(err, code, __ATOMIC_RELAXED);
 }
@@ -28,6 +30,40 @@ static inline T cake_fmax(T a, T b) {
 template <class T>
 static inline T cake_fmin(T a, T b) {
   return (a != a || b != b) ? a + b : (a < b ? a : b);
+}
+// cake_fmax / cake_fmin where operand a (LitFirst) or b is a literal, never NaN: one comparison, whose
+// select returns the other operand whenever it is false, NaN included, and the same operand on ties as
+// cake_fmax / cake_fmin (so zeros keep their sign alike). A clamp to literal bounds is then a max and a min.
+template <bool LitFirst, class T>
+static inline T cake_fmax_lit(T a, T b) {
+  if constexpr (LitFirst)
+    return a > b ? a : b;
+  else
+    return b >= a ? b : a;
+}
+template <bool LitFirst, class T>
+static inline T cake_fmin_lit(T a, T b) {
+  if constexpr (LitFirst)
+    return a < b ? a : b;
+  else
+    return b <= a ? b : a;
+}
+
+// The prelude's cake_to_i8 (NaN to 0, saturating, truncating toward zero) in the operand's own type: every
+// int8 value is an f32, so an f32 operand clamps in f32 lanes (16 per vector, not 8 in f64), and an integer
+// clamps as an integer.
+static inline int8_t cake_i8(double v) {
+  return cake_to_i8(v);
+}
+static inline int8_t cake_i8(float v) {
+  float t = v != v ? 0.0f : v;
+  t = t < -128.0f ? -128.0f : t;
+  return (int8_t)(int32_t)(t > 127.0f ? 127.0f : t);
+}
+template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+static inline int8_t cake_i8(I v) {
+  const int64_t w = (int64_t)v;
+  return (int8_t)(w < -128 ? -128 : (w > 127 ? 127 : w));
 }
 
 // NaN needs no test: it passes the clamp (both comparisons are false) and the arithmetic, and no step

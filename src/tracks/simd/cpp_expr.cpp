@@ -195,6 +195,12 @@ std::string CppExprEmitter::emit_stored(const Expr& e, std::string& pre, const s
   return value;
 }
 
+namespace {
+bool literal(const Expr& e) {
+  return e.kind == ExprKind::Number && !std::isnan(e.number);
+}
+}  // namespace
+
 // A call whose arguments do not vary in the hoisted loop (log_softmax's log(s[n]) in the loop over d) is
 // computed once before it: GCC hoists a libm call it knows is pure, not an inlined one like cake_log.
 std::string CppExprEmitter::call(const Expr& e, std::string& pre, const std::string& ind) {
@@ -217,11 +223,14 @@ std::string CppExprEmitter::call_text(const Expr& e, std::string& pre, const std
     case Fn::Where:
       return fmt::format("({} ? ({}){} : ({}){})", a[0], type_of(e.type), a[1], type_of(e.type), a[2]);
     case Fn::Min:
-      return f ? fmt::format("cake_fmin({}, {})", real(0), real(1))
-               : fmt::format("std::min<int64_t>({}, {})", a[0], a[1]);
-    case Fn::Max:
-      return f ? fmt::format("cake_fmax({}, {})", real(0), real(1))
-               : fmt::format("std::max<int64_t>({}, {})", a[0], a[1]);
+    case Fn::Max: {
+      const char* fn = e.fn == Fn::Min ? "min" : "max";
+      if (!f) return fmt::format("std::{}<int64_t>({}, {})", fn, a[0], a[1]);
+      const bool lit0 = literal(*e.args[0]), lit1 = literal(*e.args[1]);
+      if (lit0 != lit1)  // a clamp's bound: one comparison, not a NaN test of both operands
+        return fmt::format("cake_f{}_lit<{}>({}, {})", fn, lit0, real(0), real(1));
+      return fmt::format("cake_f{}({}, {})", fn, real(0), real(1));
+    }
     case Fn::Abs:
       return f ? fmt::format("std::fabs({})", a[0]) : fmt::format("std::llabs({})", a[0]);
     case Fn::Exp:
@@ -295,7 +304,7 @@ std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::str
     case DType::f16:
       return fmt::format("(({})cake_f16_to_f32(cake_f32_to_f16((float)({}))))", o_.real, a);
     case DType::i8:
-      return fmt::format("((int64_t)cake_to_i8((double)({})))", a);
+      return fmt::format("((int64_t)cake_i8({}))", a);
     case DType::i32:
       return fmt::format("((int64_t)cake_to_i32((double)({})))", a);
     case DType::i64:

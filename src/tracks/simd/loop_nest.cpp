@@ -549,7 +549,7 @@ std::string Lowering::store(int id, const std::string& lin, const std::string& v
     case DType::bf16:
       return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
     case DType::i8:
-      return fmt::format("{}[{}] = cake_to_i8((double)({}));", name, lin, value);
+      return fmt::format("{}[{}] = cake_i8({});", name, lin, value);
     case DType::i32:
       return fmt::format("{}[{}] = cake_to_i32((double)({}));", name, lin, value);
     case DType::i64:

@@ -3,11 +3,13 @@
 // core's exact implementations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "cake_math.h"
 #include "cake_prelude.h"
@@ -84,6 +86,70 @@ TEST(SimdMath, MinMaxPropagateNaN) {
   EXPECT_TRUE(std::isnan(cake_fmin(nan, 1.0f)));
   EXPECT_EQ(cake_fmax(1.0f, 2.0f), 2.0f);
   EXPECT_EQ(cake_fmin(1.0f, 2.0f), 1.0f);
+}
+
+template <class T>
+bool same(T a, T b) {  // bit for bit, or both NaN
+  return (a != a && b != b) || std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <class T>
+void expect_literal_min_max_match_general_form() {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T lits[] = {-127, 127, 0, T(-0.0), T(1.5), inf, -inf};
+  const T xs[] = {nan, -nan, 0, T(-0.0), inf, -inf, -128, -127, 126.5, 127, 128, T(1e30), T(-1e-40), 1.5};
+  for (T k : lits) {
+    for (T x : xs) {
+      EXPECT_TRUE(same(cake_fmax_lit<true>(k, x), cake_fmax(k, x))) << k << " " << x;
+      EXPECT_TRUE(same(cake_fmax_lit<false>(x, k), cake_fmax(x, k))) << x << " " << k;
+      EXPECT_TRUE(same(cake_fmin_lit<true>(k, x), cake_fmin(k, x))) << k << " " << x;
+      EXPECT_TRUE(same(cake_fmin_lit<false>(x, k), cake_fmin(x, k))) << x << " " << k;
+    }
+  }
+}
+
+TEST(SimdMath, MinMaxAgainstALiteralMatchTheGeneralForm) {
+  expect_literal_min_max_match_general_form<float>();
+  expect_literal_min_max_match_general_form<double>();
+}
+
+// The int8 cast as the TE defines it: NaN to 0, truncation toward zero, saturation.
+int ref_i8(double v) {
+  if (std::isnan(v)) return 0;
+  return static_cast<int>(std::clamp(std::trunc(v), -128.0, 127.0));
+}
+
+TEST(SimdMath, Int8CastAgreesInEveryOperandType) {
+  std::vector<double> vs = {std::nan(""),
+                            std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(),
+                            -0.0,
+                            127.999,
+                            128.0,
+                            -128.5,
+                            -128.0,
+                            -129.0,
+                            5.9999999999,
+                            -5.9999999999,
+                            1e300,
+                            -1e300};
+  for (double v = -300; v <= 300; v += 0.37) vs.push_back(v);
+  for (double v : vs) {
+    EXPECT_EQ(cake_to_i8(v), ref_i8(v)) << v;
+    EXPECT_EQ(cake_i8(v), ref_i8(v)) << v;
+    const float f = static_cast<float>(v);  // 5.9999999999 rounds to 6 here: the f32 form sees 6
+    EXPECT_EQ(cake_i8(f), ref_i8(static_cast<double>(f))) << f;
+  }
+  for (int64_t i : {std::numeric_limits<int64_t>::min(), int64_t{-129}, int64_t{-128}, int64_t{-1},
+                    int64_t{0}, int64_t{127}, int64_t{128}, std::numeric_limits<int64_t>::max()})
+    EXPECT_EQ(cake_i8(i), ref_i8(static_cast<double>(i))) << i;
+  EXPECT_EQ(cake_i8(true), 1);
+  EXPECT_EQ(cake_to_i32(3e9), 2147483647);
+  EXPECT_EQ(cake_to_i32(-3e9), -2147483647 - 1);
+  EXPECT_EQ(cake_to_i32(-2.5), -2);
+  EXPECT_EQ(cake_to_i32(std::nan("")), 0);
+  EXPECT_EQ(cake_to_i64(1e30), std::numeric_limits<int64_t>::max() - 1023);  // the largest f64 below 2^63
+  EXPECT_EQ(cake_to_i64(-1e30), std::numeric_limits<int64_t>::min());
 }
 
 TEST(Prelude, HalfConversionsMatchCoreExactly) {
