@@ -2106,8 +2106,13 @@ namespace {
 // (no scalar conversions): maxpool2d N=8 C=64 112×8 2×3 1.04 -> 0.58 ms, depthwise_conv2d N=8 C=32 112×9
 // 3×5 0.62 -> 0.44 ms. The same with f32 gains nothing (0.52, 0.60 ms either way) and costs 14% on
 // maxpool2d's rows of 8, and rounding longer bf16 rows up to whole vectors cost 4.5% (N=8 C=128 56×56
-// outputs, 5×5 taps at stride 2), so both keep exact rows.
-constexpr int kPlaneMinTaps = 4;
+// outputs, 5×5 taps at stride 2), so both keep exact rows. Since then (stop 32), two and three taps pay
+// too where rows are short or the nest's rows of accumulators are not used: maxpool2d bf16 N=2 C=64
+// 112×8 2×1 588 -> 96 µs, f32 N=2 C=128 112×55 3×1 stride 2 843 -> 650 µs, a column of one output
+// (bf16 3×1 over W=1) 114 -> 99 µs; but a column of one output whose window adds columns (2×3 taps,
+// padding 1, stride 2: packed rows of Wq = 2) 60 -> 111 µs, so such columns keep the nest. Geomean over the
+// standard cases 0.87× (maxpool2d) and 0.97× (depthwise_conv2d), old and new kernels alternated five times.
+constexpr int kPlaneMinTaps = 2;
 constexpr int kPlaneMinRows = 4;
 constexpr int kPlaneMinWork = 32768;  // outputs × taps
 constexpr int kPlaneVectors = 4;      // output vectors held in registers over all taps
@@ -2188,9 +2193,9 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
       "      ps_gmin = t ? cake_min64(ps_gmin, e[1]) : e[1];\n"
       "      ps_gmax = t ? cake_max64(ps_gmax, e[1]) : e[1];\n"
       "    }}\n"
-      "    if (ps_ok && ps_K >= {1} && {2} >= {3} && {6} >= 2 && ({4}) * ps_K >= {5}) {{\n"
-      "      const int64_t ps_Wq = {6} + (ps_gmax - ps_gmin) / ps_Sj, ps_Hq = {2} + (ps_hmax - ps_hmin) / "
-      "ps_Si + 1;\n"
+      "    const int64_t ps_Wq = {6} + (ps_ok ? (ps_gmax - ps_gmin) / ps_Sj : 0);\n"
+      "    if (ps_ok && ps_K >= {1} && {2} >= {3} && ({6} >= 2 || ps_Wq == 1) && ({4}) * ps_K >= {5}) {{\n"
+      "      const int64_t ps_Hq = {2} + (ps_hmax - ps_hmin) / ps_Si + 1;\n"
       "      const int64_t ps_Lp = ({2} * ps_Wq + {7}) / {8} * {8}, ps_plane = ps_Hq * ps_Wq;\n"
       "      const int64_t ps_bufn = ps_Si * ps_Sj * ps_plane + ps_Lp;\n"
       "      for (int64_t t = 0; t < ps_K; ++t) {{\n"
