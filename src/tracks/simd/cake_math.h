@@ -36,17 +36,19 @@ static inline T cake_fmin(T a, T b) {
 // cake_fmax / cake_fmin (so zeros keep their sign alike). A clamp to literal bounds is then a max and a min.
 template <bool LitFirst, class T>
 static inline T cake_fmax_lit(T a, T b) {
-  if constexpr (LitFirst)
+  if constexpr (LitFirst) {
     return a > b ? a : b;
-  else
+  } else {
     return b >= a ? b : a;
+  }
 }
 template <bool LitFirst, class T>
 static inline T cake_fmin_lit(T a, T b) {
-  if constexpr (LitFirst)
+  if constexpr (LitFirst) {
     return a < b ? a : b;
-  else
+  } else {
     return b <= a ? b : a;
+  }
 }
 
 // The prelude's cake_to_i8 (NaN to 0, saturating, truncating toward zero) in the operand's own type: every

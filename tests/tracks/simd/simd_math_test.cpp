@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "cake_math.h"
@@ -90,7 +91,8 @@ TEST(SimdMath, MinMaxPropagateNaN) {
 
 template <class T>
 bool same(T a, T b) {  // bit for bit, or both NaN
-  return (a != a && b != b) || std::memcmp(&a, &b, sizeof(T)) == 0;
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  return (a != a && b != b) || std::bit_cast<Bits>(a) == std::bit_cast<Bits>(b);
 }
 
 template <class T>
@@ -141,8 +143,9 @@ TEST(SimdMath, Int8CastAgreesInEveryOperandType) {
     EXPECT_EQ(cake_i8(f), ref_i8(static_cast<double>(f))) << f;
   }
   for (int64_t i : {std::numeric_limits<int64_t>::min(), int64_t{-129}, int64_t{-128}, int64_t{-1},
-                    int64_t{0}, int64_t{127}, int64_t{128}, std::numeric_limits<int64_t>::max()})
+                    int64_t{0}, int64_t{127}, int64_t{128}, std::numeric_limits<int64_t>::max()}) {
     EXPECT_EQ(cake_i8(i), ref_i8(static_cast<double>(i))) << i;
+  }
   EXPECT_EQ(cake_i8(true), 1);
   EXPECT_EQ(cake_to_i32(3e9), 2147483647);
   EXPECT_EQ(cake_to_i32(-3e9), -2147483647 - 1);
