@@ -264,25 +264,55 @@ std::string CppExprEmitter::call_text(const Expr& e, std::string& pre, const std
 }
 
 namespace {
-// Whether e's value is always an f32 value: a float input (every float dtype fits in f32), or a tensor
-// written once, by a cast to a float dtype. (f64 sums or quotients held in the compute type are not.)
-bool f32_exact(const CheckedContract& c, const Expr& e) {
-  if (e.type != Type::Float) return false;
-  if (e.kind == ExprKind::Cast)
-    return e.cast_to == DType::f32 || e.cast_to == DType::bf16 || e.cast_to == DType::f16;
-  if (e.kind != ExprKind::Read || (e.padded && e.pad_value)) return false;
-  const TensorInfo& t = c.tensors.at(static_cast<size_t>(e.slot));
-  if (t.role == TensorRole::Input) return !t.fixed_dtype || is_float(*t.fixed_dtype);
-  int writes = 0;
-  bool cast = false;
-  for (const te::Stmt& s : c.contract.compute) {
-    if (s.tensor != e.slot) continue;
-    ++writes;
-    cast = !s.accumulate && s.rhs->kind == ExprKind::Cast && f32_exact(c, *s.rhs);
+bool f32_exact_at(const CheckedContract& c, const Expr& e, int depth) {
+  if (e.kind == ExprKind::Number)  // an integer literal too: it converts to the float it equals
+    return std::isnan(e.number) || static_cast<double>(static_cast<float>(e.number)) == e.number;
+  if (e.type != Type::Float || depth > 16) return false;
+  auto exact = [&](const Expr& x) { return f32_exact_at(c, x, depth + 1); };
+  switch (e.kind) {
+    case ExprKind::Cast:
+      return e.cast_to == DType::f32 || e.cast_to == DType::bf16 || e.cast_to == DType::f16;
+    case ExprKind::Unary:
+      return e.op == Op::Neg && exact(*e.args[0]);
+    case ExprKind::Call:
+      switch (e.fn) {
+        case Fn::Where:
+          return exact(*e.args[1]) && exact(*e.args[2]);
+        case Fn::Min:
+        case Fn::Max:
+          return exact(*e.args[0]) && exact(*e.args[1]);
+        case Fn::Abs:
+        case Fn::Floor:
+        case Fn::Ceil:
+        case Fn::Round:  // an integer of an f32 value's magnitude is an f32 value
+          return exact(*e.args[0]);
+        default:
+          return false;
+      }
+    case ExprKind::Reduce:
+      return (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min) && exact(*e.args[0]);
+    case ExprKind::Read: {
+      if (e.padded && e.pad_value) return false;
+      const TensorInfo& t = c.tensors.at(static_cast<size_t>(e.slot));
+      if (t.role == TensorRole::Input) return !t.fixed_dtype || is_float(*t.fixed_dtype);
+      int writes = 0;
+      bool held = false;
+      for (const te::Stmt& s : c.contract.compute) {
+        if (s.tensor != e.slot) continue;
+        ++writes;
+        held = !s.accumulate && exact(*s.rhs);
+      }
+      return writes == 1 && held;
+    }
+    default:
+      return false;
   }
-  return writes == 1 && cast;
 }
 }  // namespace
+
+bool f32_exact(const CheckedContract& c, const Expr& e) {
+  return f32_exact_at(c, e, 0);
+}
 
 std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::string& ind) {
   // One +, -, * or / of two f32 values rounded to f32 is the same computed in f32: f64's 53 bits are at

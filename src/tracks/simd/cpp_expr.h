@@ -12,6 +12,12 @@
 
 namespace cake::tracks::simd {
 
+// Whether e's value is always an f32 value, whatever type the kernel holds it in: a float input (every
+// float dtype fits in f32), a literal f32 represents, a cast to a float dtype, a selection among such
+// values (negation, min, max, abs, floor, ceil, round, where, a max / min reduction), or a tensor written
+// once by such an expression. (Sums, products and quotients held in the compute type are not.)
+bool f32_exact(const CheckedContract& c, const te::Expr& e);
+
 struct ExprOptions {
   std::string real = "float";     // the type of Float-typed expressions
   std::string acc = "float";      // the type of sum / prod accumulators

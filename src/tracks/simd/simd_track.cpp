@@ -8,6 +8,7 @@
 #include "contract/printer.h"
 #include "core/error.h"
 #include "tracks/common/host_code.h"
+#include "tracks/simd/cpp_expr.h"
 #include "tracks/simd/loop_nest.h"
 
 namespace cake::embedded {
@@ -42,30 +43,47 @@ bool has_transcendental(const CheckedContract& c) {
   return false;
 }
 
-// Whether any float value is computed with rounding (arithmetic, a rounding function, a sum or product, a
-// `+=`): without, f32 evaluation is exact (reads, selections, max / min / arg reductions of inputs) and f64
-// would only convert every element twice.
-bool rounds_floats(const CheckedContract& c) {
-  for (const te::Stmt& s : c.contract.compute) {
-    if (s.accumulate) return true;  // `+=` adds in the compute type
-    if (te::any_of(*s.rhs, [](const te::Expr& e) {
-          switch (e.kind) {
-            case te::ExprKind::Binary:
-              return e.type == te::Type::Float;  // arithmetic (comparisons are Bool)
-            case te::ExprKind::Call:
-              return e.fn != te::Fn::Where && e.fn != te::Fn::Min && e.fn != te::Fn::Max &&
-                     e.fn != te::Fn::Abs && e.fn != te::Fn::Floor && e.fn != te::Fn::Ceil &&
-                     e.fn != te::Fn::Round;
-            case te::ExprKind::Reduce:
-              return e.type == te::Type::Float &&
-                     (e.reduce == te::ReduceOp::Sum || e.reduce == te::ReduceOp::Prod);
-            default:
-              return false;
-          }
-        }))
-      return true;
+// Whether evaluating e rounds a float where f32 and f64 evaluation can differ (arithmetic, a rounding
+// function, a sum or product). to_f32: e's value is cast to f32 next, directly or as a branch of a where;
+// one +, -, * or / of two f32 values then gives the same bits computed in f32, since f64's 53 bits are at
+// least 2 * 24 + 2 (quantize_int8's scale and quotient).
+bool rounds(const CheckedContract& c, const te::Expr& e, bool to_f32) {
+  switch (e.kind) {
+    case te::ExprKind::Binary:
+      if (e.type == te::Type::Float) {  // arithmetic (comparisons are Bool)
+        const bool single =
+            to_f32 &&
+            (e.op == te::Op::Add || e.op == te::Op::Sub || e.op == te::Op::Mul || e.op == te::Op::Div) &&
+            simd::f32_exact(c, *e.args[0]) && simd::f32_exact(c, *e.args[1]);
+        if (!single) return true;
+      }
+      break;
+    case te::ExprKind::Call:
+      if (e.fn == te::Fn::Where)
+        return rounds(c, *e.args[0], false) || rounds(c, *e.args[1], to_f32) || rounds(c, *e.args[2], to_f32);
+      if (e.fn != te::Fn::Min && e.fn != te::Fn::Max && e.fn != te::Fn::Abs && e.fn != te::Fn::Floor &&
+          e.fn != te::Fn::Ceil && e.fn != te::Fn::Round)
+        return true;
+      break;
+    case te::ExprKind::Reduce:
+      if (e.type == te::Type::Float && (e.reduce == te::ReduceOp::Sum || e.reduce == te::ReduceOp::Prod))
+        return true;
+      break;
+    case te::ExprKind::Cast:
+      return rounds(c, *e.args[0], e.cast_to == DType::f32);
+    default:
+      break;
   }
-  return false;
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [&](const te::ExprPtr& a) { return rounds(c, *a, false); });
+}
+
+// Whether any statement rounds a float as above, or adds with `+=` (in the compute type): without, f32
+// evaluation is exact (reads, selections, max / min / arg reductions of inputs, single operations cast to
+// f32) and f64 would only convert every element twice.
+bool rounds_floats(const CheckedContract& c) {
+  return std::any_of(c.contract.compute.begin(), c.contract.compute.end(),
+                     [&](const te::Stmt& s) { return s.accumulate || rounds(c, *s.rhs, false); });
 }
 
 class SimdTrack final : public Track {
@@ -97,8 +115,9 @@ class SimdTrack final : public Track {
     // The f32 gate (relative 2^-13 mean, 10x that max, on every element above 2^-13) fails f32 sums whose
     // terms cancel (matmul, cumsum) and f32 arithmetic where O(1) terms cancel (layer_norm's + b), so sums
     // accumulate in f64 by default, and so does all arithmetic when no transcendental function needs the
-    // vectorized f32 math, or when nothing rounds (argmax, max pooling, gathers: f32 is exact there). The
-    // evolution search may trade either back where the gate allows it.
+    // vectorized f32 math, or when nothing rounds but single operations cast to f32 (argmax, max pooling,
+    // gathers, quantize_int8: f32 gives the same bits there). The evolution search may trade either back
+    // where the gate allows it.
     k.add_choice("compute", {"f32", "f64"}, has_transcendental(c) || !rounds_floats(c) ? "f32" : "f64",
                  "type of float expressions");
     k.add_choice("acc", {"f32", "f64"}, "f64", "type of sum / prod accumulators");

@@ -3,11 +3,13 @@
 // since f64's 53 bits are at least 2 * 24 + 2 and rounding the exact result to f64 first never changes its
 // f32 rounding. The kernel must give, bit for bit, the f64 operation rounded to f32 (computed here) for
 // +, -, * and /, on values across the whole f32 range: subnormals, ties, overflow to infinity, zeros,
-// infinities and NaNs; and a quotient of f64 values (not f32-exact) must stay in f64.
+// infinities and NaNs; and a quotient of f64 values (not f32-exact) must stay in f64. Where every rounding
+// is such an operation, the kernel computes in f32 by default.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -18,6 +20,8 @@
 #include "cases/cases.h"
 #include "contract/contract.h"
 #include "kernel_pair.h"
+#include "target/machine.h"
+#include "tracks/track.h"
 
 namespace cake {
 namespace {
@@ -106,6 +110,30 @@ TEST(F32RoundedOps, AQuotientOfF64ValuesStaysInF64) {
   const build::BuildResult built = lower_and_build(c, {{"compute", "f64"}}, &src);
   ASSERT_TRUE(built.ok()) << built.failure << "\n" << built.log;
   EXPECT_EQ(src.find(") / (float)("), std::string::npos) << src;
+}
+
+// The default compute type: f32 where every rounding is such a single operation cast to f32 (so f32 gives
+// the f64 evaluation's bits), f64 where any other arithmetic rounds.
+std::string default_compute(const CheckedContract& c) {
+  const tracks::KnobSpec* k =
+      tracks::find_track("simd")->knobs(c, target::describe_machine()).find("compute");
+  return k ? k->default_value : "";
+}
+
+TEST(F32RoundedOps, ComputeDefaultsToF32WhereEachRoundingIsOneOperationCastToF32) {
+  EXPECT_EQ(
+      default_compute(testing_simd::contract_with(
+          (std::filesystem::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "quantize_int8.yaml").string(), {})),
+      "f32");
+  EXPECT_EQ(default_compute(contract_of("  y[n] = cast<f32>(a[n] / 3)\n")), "f32");
+  EXPECT_EQ(default_compute(contract_of("  y[n] = cast<f32>(where(a[n] > 0, a[n] * b[n], -a[n]))\n")), "f32");
+  EXPECT_EQ(default_compute(contract_of("  m[n] = max(a[n], b[n])\n  y[n] = cast<f32>(m[n] - a[n])\n")),
+            "f32");
+  // 0.1 is not an f32 value; s[n] is an f64 quotient; two operations round twice; no cast, no f32 rounding.
+  EXPECT_EQ(default_compute(contract_of("  y[n] = cast<f32>(a[n] / 0.1)\n")), "f64");
+  EXPECT_EQ(default_compute(contract_of("  s[n] = a[n] / 3\n  y[n] = cast<f32>(s[n] / b[n])\n")), "f64");
+  EXPECT_EQ(default_compute(contract_of("  y[n] = cast<f32>(a[n] * b[n] + 1)\n")), "f64");
+  EXPECT_EQ(default_compute(contract_of("  y[n] = a[n] / b[n]\n")), "f64");
 }
 
 }  // namespace
