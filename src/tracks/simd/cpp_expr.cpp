@@ -314,14 +314,17 @@ bool f32_exact(const CheckedContract& c, const Expr& e) {
   return f32_exact_at(c, e, 0);
 }
 
+bool single_f32_op(const CheckedContract& c, const Expr& e) {
+  return e.kind == ExprKind::Binary && e.type == Type::Float &&
+         (e.op == Op::Add || e.op == Op::Sub || e.op == Op::Mul || e.op == Op::Div) &&
+         f32_exact(c, *e.args[0]) && f32_exact(c, *e.args[1]);
+}
+
 std::string CppExprEmitter::cast(const Expr& e, std::string& pre, const std::string& ind) {
-  // One +, -, * or / of two f32 values rounded to f32 is the same computed in f32: f64's 53 bits are at
-  // least 2 * 24 + 2, so rounding the exact result to f64 first never changes its f32 rounding. (An f64
-  // kernel then divides in f32 lanes: twice as many per instruction, and f32 division is the faster.)
+  // One operation of two f32 values rounded to f32 is the same computed in f32 (single_f32_op): an f64
+  // kernel then divides in f32 lanes, twice as many per instruction, and f32 division is the faster.
   const Expr& x = *e.args[0];
-  if (e.cast_to == DType::f32 && o_.real != "float" && x.kind == ExprKind::Binary &&
-      (x.op == Op::Add || x.op == Op::Sub || x.op == Op::Mul || x.op == Op::Div) &&
-      f32_exact(c_, *x.args[0]) && f32_exact(c_, *x.args[1])) {
+  if (e.cast_to == DType::f32 && o_.real != "float" && single_f32_op(c_, x)) {
     const std::string l = emit(*x.args[0], pre, ind), r = emit(*x.args[1], pre, ind);
     return fmt::format("(({})((float)({}) {} (float)({})))", o_.real, l, op_spelling(x.op), r);
   }

@@ -17,6 +17,10 @@ namespace cake::tracks::simd {
 // values (negation, min, max, abs, floor, ceil, round, where, a max / min reduction), or a tensor written
 // once by such an expression. (Sums, products and quotients held in the compute type are not.)
 bool f32_exact(const CheckedContract& c, const te::Expr& e);
+// Whether e is one +, -, * or / of two f32_exact values: rounded to f32, it gives the same bits computed
+// in f32, since f64's 53 bits are at least 2 * 24 + 2 (rounding the exact result to f64 first never
+// changes its f32 rounding).
+bool single_f32_op(const CheckedContract& c, const te::Expr& e);
 
 struct ExprOptions {
   std::string real = "float";     // the type of Float-typed expressions

@@ -45,18 +45,12 @@ bool has_transcendental(const CheckedContract& c) {
 
 // Whether evaluating e rounds a float where f32 and f64 evaluation can differ (arithmetic, a rounding
 // function, a sum or product). to_f32: e's value is cast to f32 next, directly or as a branch of a where;
-// one +, -, * or / of two f32 values then gives the same bits computed in f32, since f64's 53 bits are at
-// least 2 * 24 + 2 (quantize_int8's scale and quotient).
+// a single operation of two f32 values then gives the same bits computed in f32 (simd::single_f32_op:
+// quantize_int8's scale and quotient).
 bool rounds(const CheckedContract& c, const te::Expr& e, bool to_f32) {
   switch (e.kind) {
-    case te::ExprKind::Binary:
-      if (e.type == te::Type::Float) {  // arithmetic (comparisons are Bool)
-        const bool single =
-            to_f32 &&
-            (e.op == te::Op::Add || e.op == te::Op::Sub || e.op == te::Op::Mul || e.op == te::Op::Div) &&
-            simd::f32_exact(c, *e.args[0]) && simd::f32_exact(c, *e.args[1]);
-        if (!single) return true;
-      }
+    case te::ExprKind::Binary:  // float arithmetic (comparisons are Bool)
+      if (e.type == te::Type::Float && !(to_f32 && simd::single_f32_op(c, e))) return true;
       break;
     case te::ExprKind::Call:
       if (e.fn == te::Fn::Where)
