@@ -40,17 +40,27 @@ static inline uint16_t cake_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
-/* The f16 conversions are branch-free (selects only), so a loop of them vectorizes; bit-identical to the
-   branching forms they replaced over every input (f16 D=512 K=8192 index_select: 1.7 -> 1.1 ms). */
+/* The f16 conversions are branch-free (selects only), so a loop of them vectorizes (f16 D=512 K=8192
+   index_select: 1.7 -> 1.1 ms). Every non-NaN value converts to the bits core's f16_bits_to_f32 gives; a NaN
+   keeps its payload and comes out quiet, as F16C's VCVTPH2PS gives it. No step takes or makes an f32
+   subnormal, so a thread that flushes them (MXCSR DAZ / FTZ) converts the same. */
 static inline float cake_f16_to_f32(uint16_t h) {
-  const uint32_t em = h & 0x7fffu;
-  const float sub = (float)(int32_t)(em & 0x3ffu) * 5.9604644775390625e-8f; /* exponent 0: m * 2^-24, exact */
-  uint32_t u;
-  memcpy(&u, &sub, 4);
-  u = em >= 0x7c00u ? (em << 13) | 0x7f800000u /* infinity, NaN with its payload */
-      : em >= 0x0400u ? (em << 13) + (112u << 23) /* normal: rebias the exponent */
-                      : u;
-  u |= (uint32_t)(h & 0x8000u) << 16;
+  const int32_t s = (int16_t)h; /* sign-extended: the sign lands in bit 31 */
+  const uint32_t em = (uint32_t)s & 0x7fffu;
+  /* normal: the exponent rebiased by 224 then scaled by 2^-112, exact; exponent 31 becomes 255 (infinity,
+     NaN). Subnormal (em < 0x400): 0.5 + em * 2^-24 is exact in f32, less 0.5 it is the value. In cache,
+     a vectorized sum of conversions: 0.10 -> 0.063 ns per element against a selection among three forms. */
+  uint32_t u, v;
+  const uint32_t nb = (em << 13) + (224u << 23), sb = em | (126u << 23);
+  float norm, sub;
+  memcpy(&norm, &nb, 4);
+  memcpy(&sub, &sb, 4);
+  norm *= 0x1p-112f;
+  sub -= 0.5f;
+  memcpy(&u, &norm, 4);
+  memcpy(&v, &sub, 4);
+  u = em < 0x0400u ? v : u;
+  u |= (uint32_t)s & 0x80000000u;
   float f;
   memcpy(&f, &u, 4);
   return f;

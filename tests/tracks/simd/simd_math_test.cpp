@@ -2,6 +2,7 @@
 // against <cmath> in double, and the prelude's f16 / bf16 conversions and floor division against
 // core's exact implementations.
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <bit>
@@ -189,6 +190,28 @@ TEST(Prelude, HalfConversionsMatchCoreExactly) {
   }
   EXPECT_EQ(cake_f32_to_f16(65519.0f), 0x7bffu);  // just below the rounding boundary to infinity
   EXPECT_EQ(cake_f32_to_f16(65520.0f), 0x7c00u);
+}
+
+// A NaN keeps its payload and comes out quiet (as VCVTPH2PS gives it); and no step of the conversion takes or
+// makes an f32 subnormal, so a thread that flushes them (MXCSR DAZ and FTZ) converts every input the same.
+TEST(Prelude, HalfToFloatKeepsNaNPayloadsAndIgnoresDenormalFlushing) {
+  for (uint32_t h = 0x7c01; h < 0x8000; ++h) {
+    const float a = cake_f16_to_f32(static_cast<uint16_t>(h | 0x8000u));
+    EXPECT_EQ(std::bit_cast<uint32_t>(a), 0xffc00000u | (h & 0x3ffu) << 13) << h;
+  }
+  std::vector<uint32_t> plain(65536);
+  for (uint32_t h = 0; h < 65536; ++h)
+    plain[h] = std::bit_cast<uint32_t>(cake_f16_to_f32(static_cast<uint16_t>(h)));
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  std::vector<uint32_t> flushing(65536);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    volatile uint16_t in = static_cast<uint16_t>(h);  // converted at run time, under this MXCSR
+    flushing[h] = std::bit_cast<uint32_t>(cake_f16_to_f32(in));
+  }
+  _mm_setcsr(csr);
+  for (uint32_t h = 0; h < 65536; ++h) ASSERT_EQ(flushing[h], plain[h]) << h;
+  EXPECT_EQ(std::bit_cast<float>(plain[1]), 0x1p-24f);  // the smallest subnormal, which DAZ would zero
 }
 
 TEST(Prelude, FloorDivisionAndModulo) {
