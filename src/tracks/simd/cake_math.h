@@ -68,6 +68,27 @@ static inline int8_t cake_i8(I v) {
   return (int8_t)(w < -128 ? -128 : (w > 127 ? 127 : w));
 }
 
+// v where mask m is all ones, +0 (or 0) where it is 0: bits, not a select, which GCC kept as a branch on
+// the loop-invariant condition and then did not vectorize the loop across rows. A term past a short row's
+// end adds +0, which leaves every partial sum as it was: a sum from +0 is never -0 (x + -x is +0).
+static inline float cake_keep(float v, uint64_t m) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u &= (uint32_t)m;
+  memcpy(&v, &u, 4);
+  return v;
+}
+static inline double cake_keep(double v, uint64_t m) {
+  uint64_t u;
+  memcpy(&u, &v, 8);
+  u &= m;
+  memcpy(&v, &u, 8);
+  return v;
+}
+static inline int64_t cake_keep(int64_t v, uint64_t m) {
+  return (int64_t)((uint64_t)v & m);
+}
+
 // NaN needs no test: it passes the clamp (both comparisons are false) and the arithmetic, and no step
 // converts it to an integer (2^n comes from the bits of the rounding sum, not from a conversion of n).
 static inline float cake_exp(float x) {

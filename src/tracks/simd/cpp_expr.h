@@ -26,7 +26,19 @@ struct ExprOptions {
   std::string real = "float";     // the type of Float-typed expressions
   std::string acc = "float";      // the type of sum / prod accumulators
   bool vector_reductions = true;  // innermost sum/max/min/prod loops in vector lanes (lane_reduction)
+  // > 0: every short_reducible reduction is emitted as this many terms in straight-line code, for a row
+  // loop vectorized across rows (the caller has checked that each such extent lies in [1, short_rows] and
+  // declared short_row_constants for it).
+  int short_rows = 0;
 };
+
+// Whether reduction e has the straight-line form of ExprOptions::short_rows: one variable over a size
+// symbol (no bounds), a sum, max, min, argmax or argmin, of a body with no reduction or padded read.
+bool short_reducible(const te::Expr& e);
+// The loop-invariant constants of that form for reductions over size symbol `size` (its C name), up to n
+// terms: term k reads index k, or the row's last index past its end (sr<k>_`size`), and a sum adds it under
+// the mask sm<k>_`size` (all ones within the row, 0 past it).
+std::string short_row_constants(const std::string& size, int n, const std::string& indent);
 
 class CppExprEmitter {
  public:
@@ -74,6 +86,7 @@ class CppExprEmitter {
   std::string read(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string reduce(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string arg_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
+  std::string short_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string lane_reduction(const te::Expr& e, const std::string& r, const std::string& acc, bool ints,
                              const te::Expr& body, const std::string& identity, const std::string& indent);
   // A reduction variable's [lo, hi) as C expressions (any statements they need go to pre).

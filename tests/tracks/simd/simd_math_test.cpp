@@ -192,6 +192,19 @@ TEST(Prelude, HalfConversionsMatchCoreExactly) {
   EXPECT_EQ(cake_f32_to_f16(65520.0f), 0x7c00u);
 }
 
+// cake_keep: the value's bits under an all-ones mask, +0 under a zero mask (a short row's masked term).
+TEST(CakeMath, KeepMasksToPositiveZero) {
+  for (const double v : {1.5, -0.0, -3.25, std::nan(""), -std::numeric_limits<double>::infinity()}) {
+    const float f = static_cast<float>(v);
+    EXPECT_EQ(std::bit_cast<uint32_t>(cake_keep(f, ~uint64_t{0})), std::bit_cast<uint32_t>(f)) << v;
+    EXPECT_EQ(std::bit_cast<uint64_t>(cake_keep(v, ~uint64_t{0})), std::bit_cast<uint64_t>(v)) << v;
+    EXPECT_EQ(std::bit_cast<uint32_t>(cake_keep(f, 0)), 0u) << v;
+    EXPECT_EQ(std::bit_cast<uint64_t>(cake_keep(v, 0)), uint64_t{0}) << v;
+  }
+  EXPECT_EQ(cake_keep(int64_t{-7}, ~uint64_t{0}), -7);
+  EXPECT_EQ(cake_keep(int64_t{-7}, 0), 0);
+}
+
 // A NaN keeps its payload and comes out quiet (as VCVTPH2PS gives it); and no step of the conversion takes or
 // makes an f32 subnormal, so a thread that flushes them (MXCSR DAZ and FTZ) converts every input the same.
 TEST(Prelude, HalfToFloatKeepsNaNPayloadsAndIgnoresDenormalFlushing) {
