@@ -68,7 +68,7 @@ static inline float cake_f16_to_f32(uint16_t h) {
 static inline uint16_t cake_f32_to_f16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  const uint32_t a = u & 0x7fffffffu;
   /* below 2^-14 (an f16 subnormal or zero): adding 0.5 lines the f16 mantissa up with the bottom of the sum's
      and rounds it to nearest even */
   float af, sum;
@@ -76,18 +76,15 @@ static inline uint16_t cake_f32_to_f16(float f) {
   sum = af + 0.5f;
   uint32_t sub;
   memcpy(&sub, &sum, 4);
-  sub -= 0x3f000000u;
-  const uint32_t norm = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13; /* round to nearest even */
-  /* The choices as masks, not selects: GCC 12 narrows a chain of selects ending in a 16-bit result to
-     16-bit lanes and then gives up vectorizing it (f32 -> f16 cast, in cache: 1.09 -> 0.18 ns per element);
-     bit-identical to the selects over every input. */
-  const uint32_t m_sub = 0u - (uint32_t)(a < 0x38800000u);
-  const uint32_t m_inf = 0u - (uint32_t)(a >= 0x477ff000u); /* rounds to >= 65520: infinity */
-  const uint32_t m_nan = 0u - (uint32_t)(a > 0x7f800000u);  /* NaN: quiet */
-  uint32_t o = (sub & m_sub) | (norm & ~m_sub);
-  o = (0x7c00u & m_inf) | (o & ~m_inf);
-  o = (0x7e00u & m_nan) | (o & ~m_nan);
-  return (uint16_t)(sign | o);
+  /* The result is built in the top 16 bits and shifted down once: GCC 12 narrows a chain of selects that
+     ends in a 16-bit value to 16-bit lanes and then gives up vectorizing it (f32 -> f16 cast, in cache: 1.09
+     -> 0.18 ns per element), which a result in the top half keeps it from doing. Bit-identical over all 2^32
+     inputs to the masks this replaced (0.12 -> 0.11 ns per element). */
+  uint32_t o = ((a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) << 3) & 0xffff0000u; /* round to nearest even */
+  o = a < 0x38800000u ? (sub - 0x3f000000u) << 16 : o;
+  o = a >= 0x477ff000u ? 0x7c000000u : o; /* rounds to >= 65520: infinity */
+  o = a > 0x7f800000u ? 0x7e000000u : o;  /* NaN: quiet */
+  return (uint16_t)(((u & 0x80000000u) | o) >> 16);
 }
 
 /* v with NaN as 0, clamped to [lo, hi]. The integer casts convert this, truncating toward zero: with integer
