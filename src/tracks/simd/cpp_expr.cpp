@@ -369,11 +369,12 @@ bool short_reducible(const Expr& e) {
 
 std::string short_row_constants(const std::string& size, int n, const std::string& ind) {
   std::string out;
-  for (int k = 0; k < n; ++k)
+  for (int k = 0; k < n; ++k) {
     out += fmt::format(
         "{0}const int64_t sr{2}_{1} = {2} < {1} ? {2} : {1} - 1; const uint64_t sm{2}_{1} = {2} < {1} ? "
         "~UINT64_C(0) : 0;\n",
         ind, size, k);
+  }
   return out;
 }
 
@@ -384,7 +385,7 @@ std::string short_row_constants(const std::string& size, int n, const std::strin
 // need no mask, since a repeat of the last element never wins (a strict comparison, and a NaN already
 // taken stays). Sums add in index order, as the plain loop does, and give the same bits.
 std::string CppExprEmitter::short_reduce(const Expr& e, std::string& pre, const std::string& ind) {
-  const std::string r = fresh("r");
+  std::string r = fresh("r");
   const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
   const bool ints = e.args[0]->type != Type::Float && !arg;
   const bool select = arg || e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min;
