@@ -359,6 +359,23 @@ namespace {
 constexpr int kShortReduction = 16;  // reductions over fewer elements than this are not vectorized
 }  // namespace
 
+bool transcendental_call(const Expr& e) {
+  if (e.kind != ExprKind::Call) return false;
+  switch (e.fn) {
+    case te::Fn::Exp:
+    case te::Fn::Log:
+    case te::Fn::Tanh:
+    case te::Fn::Erf:
+    case te::Fn::Sigmoid:
+    case te::Fn::Sin:
+    case te::Fn::Cos:
+    case te::Fn::Pow:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool short_reducible(const Expr& e) {
   if (e.kind != ExprKind::Reduce || e.rvars.size() != 1 || e.rvars[0].lo || !e.rvars[0].extent ||
       e.rvars[0].extent->kind != ExprKind::Size || e.reduce == ReduceOp::Prod)

@@ -32,6 +32,10 @@ struct ExprOptions {
   int short_rows = 0;
 };
 
+// Whether e calls a transcendental function (exp, log, tanh, erf, sigmoid, sin, cos, pow): tens of vector
+// operations each, where the rest of the arithmetic is one.
+bool transcendental_call(const te::Expr& e);
+
 // Whether reduction e has the straight-line form of ExprOptions::short_rows: one variable over a size
 // symbol (no bounds), a sum, max, min, argmax or argmin, of a body with no reduction or padded read.
 bool short_reducible(const te::Expr& e);

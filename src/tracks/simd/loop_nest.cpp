@@ -2545,22 +2545,6 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit, const 
 // slower than the plain loop (reduce_sum f32 D=13 N=4096, bf16 D=13 N=8192); nor do fewer rows than
 // kShortRowTerms, which run the 16 terms in scalar code (cross_entropy bf16 C=10 N=7: 1.8x slower).
 ShortRows Lowering::short_rows(const Group& g) const {
-  const auto costly = [](const Expr& x) {
-    if (x.kind != ExprKind::Call) return false;
-    switch (x.fn) {
-      case te::Fn::Exp:
-      case te::Fn::Log:
-      case te::Fn::Tanh:
-      case te::Fn::Erf:
-      case te::Fn::Sigmoid:
-      case te::Fn::Sin:
-      case te::Fn::Cos:
-      case te::Fn::Pow:
-        return true;
-      default:
-        return false;
-    }
-  };
   ShortRows sr;
   bool worth = false;
   for (int si : g.stmts) {
@@ -2574,7 +2558,7 @@ ShortRows Lowering::short_rows(const Group& g) const {
         return true;
       }
       worth = worth || e.reduce == te::ReduceOp::ArgMax || e.reduce == te::ReduceOp::ArgMin ||
-              te::any_of(*e.args[0], costly);
+              te::any_of(*e.args[0], transcendental_call);
       const std::string z = emit_size_expr(*e.rvars[0].extent);
       if (std::find(sr.sizes.begin(), sr.sizes.end(), z) == sr.sizes.end()) sr.sizes.push_back(z);
       return false;

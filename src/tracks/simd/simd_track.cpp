@@ -22,23 +22,7 @@ namespace {
 
 bool has_transcendental(const CheckedContract& c) {
   for (const te::Stmt& s : c.contract.compute) {
-    if (te::any_of(*s.rhs, [](const te::Expr& e) {
-          if (e.kind != te::ExprKind::Call) return false;
-          switch (e.fn) {
-            case te::Fn::Exp:
-            case te::Fn::Log:
-            case te::Fn::Tanh:
-            case te::Fn::Erf:
-            case te::Fn::Sigmoid:
-            case te::Fn::Sin:
-            case te::Fn::Cos:
-            case te::Fn::Pow:
-              return true;
-            default:
-              return false;
-          }
-        }))
-      return true;
+    if (te::any_of(*s.rhs, simd::transcendental_call)) return true;
   }
   return false;
 }
