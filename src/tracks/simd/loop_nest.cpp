@@ -2505,20 +2505,24 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit, const 
                                     const std::function<std::string(bool)>& nest) {
   const std::vector<std::string>& short_sizes = shorts.sizes;
   if (unit.empty() && short_sizes.empty()) return nest(false);
-  const bool vectorize = o_.vectorize;
   std::string out;
+  // nest(true) with `mode` set and no vector pragmas of the statements' own, closing the branch.
+  const auto straight_rows = [&](bool& mode) {
+    const bool vectorize = o_.vectorize;
+    o_.vectorize = false;
+    mode = true;
+    out += nest(true);
+    mode = false;
+    o_.vectorize = vectorize;
+    out += "    } else ";
+  };
   if (!unit.empty()) {
     std::string all_one;
     for (const std::string& z : unit) all_one += (all_one.empty() ? "" : " && ") + z + " == 1";
     out += fmt::format("    if ({}) {{ // inner sizes of 1: straight-line rows, vectorized across rows\n",
                        all_one);
     for (const std::string& z : unit) out += fmt::format("    constexpr int64_t {} = 1;\n", z);
-    o_.vectorize = false;
-    unit_rows_ = true;
-    out += nest(true);
-    unit_rows_ = false;
-    o_.vectorize = vectorize;
-    out += "    } else ";
+    straight_rows(unit_rows_);
   }
   if (!short_sizes.empty()) {
     std::string all_short = fmt::format("{} >= {}", shorts.rows, kShortRowTerms);
@@ -2527,12 +2531,7 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit, const 
     out += fmt::format("{}if ({}) {{ // short reductions: straight-line rows, vectorized across rows\n",
                        unit.empty() ? "    " : "", all_short);
     for (const std::string& z : short_sizes) out += short_row_constants(z, kShortRowTerms, "    ");
-    o_.vectorize = false;
-    short_rows_ = true;
-    out += nest(true);
-    short_rows_ = false;
-    o_.vectorize = vectorize;
-    out += "    } else ";
+    straight_rows(short_rows_);
   }
   return out + "{\n" + nest(false) + "    }\n";
 }
