@@ -395,63 +395,15 @@ std::string short_row_constants(const std::string& size, int n, const std::strin
   return out;
 }
 
-// A short_reducible reduction as o_.short_rows terms in straight-line code, each in a block binding the
-// variable to its index constant (short_row_constants): no loop of its own, so the row loop around it
-// vectorizes across rows (argmax f16 D=13 N=8192: a plain loop per row was 48 ns a row). Past the row's end
-// a term reads the row's last element again: a sum masks it to +0 (cake_keep); max, min, argmax and argmin
-// need no mask, since a repeat of the last element never wins (a strict comparison, and a NaN already
-// taken stays). Sums add in index order, as the plain loop does, and give the same bits.
-std::string CppExprEmitter::short_reduce(const Expr& e, std::string& pre, const std::string& ind) {
-  std::string r = fresh("r");
-  const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
-  const bool ints = e.args[0]->type != Type::Float && !arg;
-  const bool select = arg || e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min;
-  const std::string acc = ints ? "int64_t" : select ? o_.real : o_.acc;
-  const bool upper = e.reduce == ReduceOp::Max || e.reduce == ReduceOp::ArgMax;
-  const char* cmp = upper ? ">" : "<";
-  const std::string id = e.reduce == ReduceOp::Sum ? "0"
-                         : ints                    ? (upper ? "INT64_MIN" : "INT64_MAX")
-                                                   : (upper ? "-INFINITY" : "INFINITY");
-  const bool nan = !ints && !arg && select;
-  if (arg) {
-    pre += fmt::format("{}{} {}_best = {}; int64_t {} = 0;\n", ind, acc, r, id, r);
-  } else {
-    pre += fmt::format("{}{} {} = {};\n", ind, acc, r, id);
-    if (nan) pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
-  }
-  const te::ReduceVar& rv = e.rvars[0];
-  const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
-  const std::string size = emit_size_expr(*rv.extent);
-  const std::string in = ind + "  ";
-  for (int k = 0; k < o_.short_rows; ++k) {
-    std::string body_pre;
-    ++depth_;
-    const std::string b = emit(*e.args[0], body_pre, in);
-    --depth_;
-    std::string step;
-    if (e.reduce == ReduceOp::Sum) {
-      step = fmt::format("{}{} += cake_keep(({})({}), sm{}_{});\n", in, r, acc, b, k, size);
-    } else if (arg) {
-      step = fmt::format(
-          "{}{{ const {} x = {}; const bool {}_take = {}_best == {}_best && (x != x || x {} {}_best); "
-          "{}_best = {}_take ? x : {}_best; {} = {}_take ? {} : {}; }}\n",
-          in, acc, b, r, r, r, cmp, r, r, r, r, r, r, v, r);
-    } else if (ints) {
-      step = fmt::format("{}{{ const int64_t x = {}; {} = x {} {} ? x : {}; }}\n", in, b, r, cmp, r, r);
-    } else {
-      step = fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", in, acc, b,
-                         r, r, cmp, r, r);
-    }
-    pre += fmt::format("{}{{\n{}const int64_t {} = sr{}_{};\n{}{}{}}}\n", ind, in, v, k, size, body_pre, step,
-                       ind);
-  }
-  if (nan) pre += fmt::format("{}if ({}_nan) {} = NAN;\n", ind, r, r);
-  if (arg) return r;
-  return ints ? r : fmt::format("(({}){})", o_.real, r);
-}
-
+// A reduction as a loop over its variables, or (`straight`, ExprOptions::short_rows) as o_.short_rows
+// terms in straight-line code, each in a block binding the variable to its index constant
+// (short_row_constants): no loop of its own, so the row loop around it vectorizes across rows (argmax f16
+// D=13 N=8192: a plain loop per row was 48 ns a row). Past the row's end a term reads the row's last
+// element again: a sum masks it to +0 (cake_keep); max, min, argmax and argmin need no mask, since a repeat
+// of the last element never wins (a strict comparison, and a NaN already taken stays). Sums add in index
+// order, as the loop does, and give the same bits.
 std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::string& ind) {
-  if (o_.short_rows > 0 && short_reducible(e)) return short_reduce(e, pre, ind);
+  const bool straight = o_.short_rows > 0 && short_reducible(e);
   std::string r = fresh("r");
   const bool arg = e.reduce == ReduceOp::ArgMax || e.reduce == ReduceOp::ArgMin;
   const bool ints = e.args[0]->type != Type::Float && !arg;
@@ -462,7 +414,7 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
   const Expr& body = *e.args[0];
   const bool single = e.rvars.size() == 1;
   // Vectorizable when the loop is innermost and its body is a plain expression.
-  const bool plain = o_.vector_reductions && single && !te::contains(body, ExprKind::Reduce) &&
+  const bool plain = !straight && o_.vector_reductions && single && !te::contains(body, ExprKind::Reduce) &&
                      !te::any_of(body, [](const Expr& x) { return x.kind == ExprKind::Read && x.padded; });
   if (plain && arg && e.args[0]->type == Type::Float) return arg_reduce(e, pre, ind);
   const bool vec = plain && (e.reduce == ReduceOp::Sum || e.reduce == ReduceOp::Max ||
@@ -491,56 +443,67 @@ std::string CppExprEmitter::reduce(const Expr& e, std::string& pre, const std::s
     if (!ints && (e.reduce == ReduceOp::Max || e.reduce == ReduceOp::Min))
       pre += fmt::format("{}int {}_nan = 0;\n", ind, r);
   }
-  std::string open, close, inner = ind, short_if;
-  for (size_t d = 0; d < e.rvars.size(); ++d) {
-    const te::ReduceVar& rv = e.rvars[d];
-    const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
-    const auto [lo, hi] = bounds(rv, pre, ind);
-    if (vec) {
-      short_if = fmt::format("({}) - ({}) < {}", hi, lo, kShortReduction);
-    }
-    open += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", inner, v, lo, v, hi, v);
-    close.insert(0, inner + "}\n");
-    inner += "  ";
-  }
-  std::string body_pre;
-  ++depth_;
-  const std::string b = emit(body, body_pre, inner);
-  --depth_;
-  std::string step;
-  switch (e.reduce) {
-    case ReduceOp::Sum:
-      step = fmt::format("{}{} += {};\n", inner, r, b);
-      break;
-    case ReduceOp::Prod:
-      step = fmt::format("{}{} *= {};\n", inner, r, b);
-      break;
-    case ReduceOp::Max:
-    case ReduceOp::Min: {
-      const char* cmp = e.reduce == ReduceOp::Max ? ">" : "<";
-      if (ints) {
-        step = fmt::format("{}{{ const int64_t x = {}; {} = x {} {} ? x : {}; }}\n", inner, b, r, cmp, r, r);
-      } else {
-        step = fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", inner,
+  // The step adding term b (emitted at indent `inner`) into the accumulator; `mask`: a sum's term under it.
+  const auto step_of = [&](const std::string& b, const std::string& inner, const std::string& mask) {
+    switch (e.reduce) {
+      case ReduceOp::Sum:
+        if (!mask.empty()) return fmt::format("{}{} += cake_keep(({})({}), {});\n", inner, r, acc, b, mask);
+        return fmt::format("{}{} += {};\n", inner, r, b);
+      case ReduceOp::Prod:
+        return fmt::format("{}{} *= {};\n", inner, r, b);
+      case ReduceOp::Max:
+      case ReduceOp::Min: {
+        const char* cmp = e.reduce == ReduceOp::Max ? ">" : "<";
+        if (ints) {
+          return fmt::format("{}{{ const int64_t x = {}; {} = x {} {} ? x : {}; }}\n", inner, b, r, cmp, r,
+                             r);
+        }
+        return fmt::format("{}{{ const {} x = {}; {}_nan |= (x != x); {} = x {} {} ? x : {}; }}\n", inner,
                            acc, b, r, r, cmp, r, r);
       }
-      break;
+      case ReduceOp::ArgMax:
+      case ReduceOp::ArgMin:
+        break;
     }
-    case ReduceOp::ArgMax:
-    case ReduceOp::ArgMin: {
-      const char* cmp = e.reduce == ReduceOp::ArgMax ? ">" : "<";
-      // The first maximum wins; the first NaN wins over everything after it. Selects, not a branch: the copy
-      // for rows of one vectorizes across rows only without control flow (there GCC folds it to a memset).
-      const std::string at = single ? var_id(s_.vars.at(static_cast<size_t>(e.rvars[0].slot))) : r + "_pos";
-      step = fmt::format(
-          "{}{{ const {} x = {}; const bool {}_take = {}_best == {}_best && (x != x || x {} {}_best); "
-          "{}_best = {}_take ? x : {}_best; {} = {}_take ? {} : {}; }}\n",
-          inner, o_.real, b, r, r, r, cmp, r, r, r, r, r, r, at, r);
-      if (!single) step += fmt::format("{}++{}_pos;\n", inner, r);
-      break;
+    const char* cmp = e.reduce == ReduceOp::ArgMax ? ">" : "<";
+    // The first maximum wins; the first NaN wins over everything after it. Selects, not a branch: the copy
+    // for rows of one vectorizes across rows only without control flow (there GCC folds it to a memset).
+    const std::string at = single ? var_id(s_.vars.at(static_cast<size_t>(e.rvars[0].slot))) : r + "_pos";
+    std::string step = fmt::format(
+        "{}{{ const {} x = {}; const bool {}_take = {}_best == {}_best && (x != x || x {} {}_best); "
+        "{}_best = {}_take ? x : {}_best; {} = {}_take ? {} : {}; }}\n",
+        inner, o_.real, b, r, r, r, cmp, r, r, r, r, r, r, at, r);
+    if (!single) step += fmt::format("{}++{}_pos;\n", inner, r);
+    return step;
+  };
+  std::string loop, short_if;
+  if (straight) {
+    const std::string v = var_id(s_.vars.at(static_cast<size_t>(e.rvars[0].slot)));
+    const std::string size = emit_size_expr(*e.rvars[0].extent), in = ind + "  ";
+    for (int k = 0; k < o_.short_rows; ++k) {
+      std::string body_pre;
+      ++depth_;
+      const std::string b = emit(body, body_pre, in);
+      --depth_;
+      loop += fmt::format("{}{{\n{}const int64_t {} = sr{}_{};\n{}{}{}}}\n", ind, in, v, k, size, body_pre,
+                          step_of(b, in, fmt::format("sm{}_{}", k, size)), ind);
     }
+  } else {
+    std::string open, close, inner = ind;
+    for (const te::ReduceVar& rv : e.rvars) {
+      const std::string v = var_id(s_.vars.at(static_cast<size_t>(rv.slot)));
+      const auto [lo, hi] = bounds(rv, pre, ind);
+      if (vec) short_if = fmt::format("({}) - ({}) < {}", hi, lo, kShortReduction);
+      open += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", inner, v, lo, v, hi, v);
+      close.insert(0, inner + "}\n");
+      inner += "  ";
+    }
+    std::string body_pre;
+    ++depth_;
+    const std::string b = emit(body, body_pre, inner);
+    --depth_;
+    loop = open + body_pre + step_of(b, inner, "") + close;
   }
-  const std::string loop = open + body_pre + step + close;
   if (vec) {
     // A vectorized reduction pays a combine of its lanes per row: a short one runs as a plain loop instead.
     pre += fmt::format("{}if ({}) {{\n{}{}}} else {{\n{}{}}}\n", ind, short_if, loop, ind,

@@ -90,7 +90,6 @@ class CppExprEmitter {
   std::string read(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string reduce(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string arg_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
-  std::string short_reduce(const te::Expr& e, std::string& pre, const std::string& indent);
   std::string lane_reduction(const te::Expr& e, const std::string& r, const std::string& acc, bool ints,
                              const te::Expr& body, const std::string& identity, const std::string& indent);
   // A reduction variable's [lo, hi) as C expressions (any statements they need go to pre).
