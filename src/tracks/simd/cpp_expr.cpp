@@ -574,7 +574,12 @@ std::string CppExprEmitter::lane_reduction(const Expr& e, const std::string& r, 
     const std::string x = emit(body, body_pre, in2);
     --depth_;
     text += body_pre;
-    text += masked ? fmt::format("{}{}[{}] = {} >= {} ? ({}){} : {};\n", in2, t, k, v, b0, acc, x, id)
+    // The masked block's terms are computed for every lane, then selected: each index of the block lies in
+    // the row and was taken by an earlier block, so the reads stay in bounds. A select around the body
+    // made GCC mask its loads, and masked loads of bf16 / f16 elements left the loop scalar (log_softmax
+    // bf16 D=127 N=4096 562 -> 430 µs).
+    text += masked ? fmt::format("{}const {} {}_x = ({}){};\n{}{}[{}] = {} >= {} ? {}_x : {};\n", in2, acc, r,
+                                 acc, x, in2, t, k, v, b0, r, id)
                    : fmt::format("{}{}[{}] = {};\n", in2, t, k, x);
     text += in + "}\n";
     for (size_t i = 0; i < into.size(); ++i) {
