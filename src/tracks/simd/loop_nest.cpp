@@ -692,7 +692,13 @@ std::optional<std::pair<std::string, std::string>> affine_in(const Expr& e, int 
 std::string narrow_to_interior(const std::pair<std::string, std::string>& co, const std::string& extent,
                                const std::string& lo, const std::string& hi, const std::string& ind) {
   std::string out = fmt::format("{}{{\n{}  const int64_t c = {}, o = {};\n", ind, ind, co.first, co.second);
-  out += fmt::format("{}  if (c > 0) {{\n", ind);
+  // Strides 1 and 2 by shifts: the bounds are found once per reduction step, and two 64-bit divisions per
+  // step cost conv2d with one output channel a fifth of its time (bf16 C=64 H=W=56 KH=3 KW=1 N=2 O=1 P=1
+  // 394 -> 311 µs).
+  out += fmt::format("{}  if (c == 1 || c == 2) {{\n", ind);
+  out += fmt::format("{}    {} = cake_max64({}, -(o >> (c - 1)));\n", ind, lo, lo);
+  out += fmt::format("{}    {} = cake_min64({}, (({} - 1 - o) >> (c - 1)) + 1);\n", ind, hi, hi, extent);
+  out += fmt::format("{}  }} else if (c > 0) {{\n", ind);
   out += fmt::format("{}    {} = cake_max64({}, -cake_floordiv(o, c));\n", ind, lo, lo);
   out += fmt::format("{}    {} = cake_min64({}, cake_floordiv({} - 1 - o, c) + 1);\n", ind, hi, hi, extent);
   out += fmt::format("{}  }} else if (c < 0) {{\n", ind);
