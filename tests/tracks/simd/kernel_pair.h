@@ -1,6 +1,6 @@
 // Support for the simd tests that build one contract twice, with different knobs, and compare the two
-// kernels' outputs bit for bit (interchange_test, unit_rows_test, row_blocks_test, in_place_test,
-// implicit_gemm_test), or that
+// kernels' outputs bit for bit (interchange_test, unit_rows_test, short_rows_test, overlapped_tail_test,
+// row_blocks_test, in_place_test, implicit_gemm_test), or that
 // edit a bench contract (bf16_dot_test, in_place_test).
 #pragma once
 
@@ -48,6 +48,30 @@ inline build::BuildResult lower_and_build(const CheckedContract& c, const nlohma
   const tracks::Artifact a = lower_simd(c, knobs);
   *source = a.files.front().text;
   return build::build(a);
+}
+
+// c lowered with `vectorize` on and off and built: the pair unit_rows_test, short_rows_test and
+// overlapped_tail_test compare bit for bit.
+struct VectorizePair {
+  build::BuildResult on, off;
+  std::string on_src, off_src;
+};
+inline VectorizePair build_vectorize_pair(const CheckedContract& c) {
+  VectorizePair p;
+  p.on = lower_and_build(c, {{"vectorize", "true"}}, &p.on_src);
+  p.off = lower_and_build(c, {{"vectorize", "false"}}, &p.off_src);
+  return p;
+}
+// Whether both kernels of p built and only the vectorized source carries `marker` (the path under test).
+inline ::testing::AssertionResult built_with_path(const VectorizePair& p, const std::string& marker) {
+  for (const build::BuildResult* r : {&p.on, &p.off}) {
+    if (!r->ok()) return ::testing::AssertionFailure() << r->failure << "\n" << r->log;
+  }
+  if (p.on_src.find(marker) == std::string::npos)
+    return ::testing::AssertionFailure() << "the vectorized kernel lacks \"" << marker << "\"";
+  if (p.off_src.find(marker) != std::string::npos)
+    return ::testing::AssertionFailure() << "the unvectorized kernel has \"" << marker << "\"";
+  return ::testing::AssertionSuccess();
 }
 
 // Element i of a and b: equal bits, or both NaN (payloads may differ).

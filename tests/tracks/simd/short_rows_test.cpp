@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_simd::first_difference;
-using testing_simd::lower_and_build;
 
 struct Op {
   std::string name;
@@ -45,14 +44,9 @@ TEST_P(ShortRows, BitIdenticalToThePlainRowLoops) {
   const Op& op = GetParam();
   const std::string file = (fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op.name + ".yaml")).string();
   const CheckedContract c = testing_simd::contract_with(file, op.edits);
-  std::string on_src, off_src;
-  const build::BuildResult on = lower_and_build(c, {{"vectorize", "true"}}, &on_src),
-                           off = lower_and_build(c, {{"vectorize", "false"}}, &off_src);
-  ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
-  ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
-  ASSERT_NE(on_src.find("short reductions"), std::string::npos) << "the short-row path is generated";
-  ASSERT_EQ(off_src.find("short reductions"), std::string::npos);
-  const build::Kernel k_on(on.library), k_off(off.library);
+  const testing_simd::VectorizePair p = testing_simd::build_vectorize_pair(c);
+  ASSERT_TRUE(testing_simd::built_with_path(p, "short reductions"));
+  const build::Kernel k_on(p.on.library), k_off(p.off.library);
 
   for (const eval::CaseOutcome& o : eval::check_kernel(k_on, c, cases::Set::Standard))
     EXPECT_TRUE(o.pass) << o.str();

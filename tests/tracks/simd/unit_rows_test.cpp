@@ -24,7 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_simd::first_difference;
-using testing_simd::lower_and_build;
 
 struct Op {
   std::string name;
@@ -43,16 +42,11 @@ TEST_P(UnitRows, BitIdenticalToTheUnvectorizedRows) {
   const Op& op = GetParam();
   const CheckedContract c =
       load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (op.name + ".yaml")).string());
-  std::string on_src, off_src;
-  const build::BuildResult on = lower_and_build(c, {{"vectorize", "true"}}, &on_src),
-                           off = lower_and_build(c, {{"vectorize", "false"}}, &off_src);
-  ASSERT_TRUE(on.ok()) << on.failure << "\n" << on.log;
-  ASSERT_TRUE(off.ok()) << off.failure << "\n" << off.log;
-  ASSERT_NE(on_src.find("inner sizes of 1"), std::string::npos) << "the unit-row path is generated";
-  ASSERT_EQ(off_src.find("inner sizes of 1"), std::string::npos);
+  const testing_simd::VectorizePair p = testing_simd::build_vectorize_pair(c);
+  ASSERT_TRUE(testing_simd::built_with_path(p, "inner sizes of 1"));
   // Rows of a constant multiple of the size (rope's 2·E) unroll whole in the copy; rows of one need not.
-  EXPECT_EQ(on_src.find("#pragma GCC unroll 16") != std::string::npos, op.name == "rope");
-  const build::Kernel k_on(on.library), k_off(off.library);
+  EXPECT_EQ(p.on_src.find("#pragma GCC unroll 16") != std::string::npos, op.name == "rope");
+  const build::Kernel k_on(p.on.library), k_off(p.off.library);
 
   for (const eval::CaseOutcome& o : eval::check_kernel(k_on, c, cases::Set::Standard))
     EXPECT_TRUE(o.pass) << o.str();
