@@ -182,6 +182,9 @@ void add(CLI::App& app, Mode mode) {
         if (a.outcome == "correct" && a.track != r.best_track) eo.more_seeds.emplace_back(a.track, a.knobs);
       evolved = evolve::evolve(s, o->file, r.best_track, r.best_knobs, eo);
       const json& after = evolved->ok ? evolved->evaluation : r.best;
+      // Before and after from the same evolve run (round 0 measured the seed), so that a busier or quieter
+      // machine between generation and evolution does not show up as a gain or a loss.
+      const json& before = evolved->seed_evaluation.is_object() ? evolved->seed_evaluation : r.best;
       doc["evolution"] = {{"run", evolved->run},
                           {"rounds", evolve::curve(*evolved)},
                           {"stop_reason", evolved->stop_reason},
@@ -189,9 +192,9 @@ void add(CLI::App& app, Mode mode) {
                           {"knobs", evolved->knobs},
                           {"library", evolved->library},
                           {"before",
-                           {{"total_s", r.best.value("total_s", 0.0)},
-                            {"mean_efficiency", r.best["mean_efficiency"]},
-                            {"score", r.best["score"]}}},
+                           {{"total_s", before.value("total_s", 0.0)},
+                            {"mean_efficiency", before["mean_efficiency"]},
+                            {"score", before["score"]}}},
                           {"after",
                            {{"total_s", after.value("total_s", 0.0)},
                             {"mean_efficiency", after["mean_efficiency"]},

@@ -408,6 +408,11 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     }
   }
   const std::vector<Variant> all = load(s.db, run);
+  const auto first_seed = std::min_element(all.begin(), all.end(), [](const Variant& a, const Variant& b) {
+    return std::pair(a.round, a.id) < std::pair(b.round, b.id);
+  });
+  if (first_seed != all.end() && first_seed->round == 0 && first_seed->correct())
+    res.seed_evaluation = first_seed->result;
   const Variant* best = best_of(all, 1 << 30);
   if (!best) {
     res.why = res.stop_reason;

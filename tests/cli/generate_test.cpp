@@ -51,6 +51,9 @@ TEST_F(GenerateCli, RunDeliversAPackageThatEvalJudgesAgain) {
     EXPECT_EQ(stop, "round budget (1)");
     EXPECT_EQ(rounds.size(), 2u) << stop;
   }
+  // "before" is the seed as the evolve run's round 0 measured it: one of round 0's variants, so no better
+  // than round 0's best (generation's own, earlier measurement could be either side of it).
+  EXPECT_LE(j["evolution"]["before"]["mean_efficiency"].get<double>(), rounds[0]["efficiency"].get<double>());
   EXPECT_TRUE(fs::exists(pkg / "evolution.svg"));
 
   const Result e =

@@ -97,6 +97,11 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
             0);
   EXPECT_TRUE(fs::exists(r.library));
   EXPECT_EQ(evolve::curve(r).size(), 3u);
+  // The "before" of the run is the seed as round 0 measured it: the same total as round 0's best (the only
+  // round-0 variant), and no faster than the run's best.
+  ASSERT_TRUE(r.seed_evaluation.is_object());
+  EXPECT_DOUBLE_EQ(r.seed_evaluation.value("total_s", 0.0), r.rounds[0].best_s);
+  EXPECT_LE(r.seed_evaluation.value("mean_efficiency", 2.0), r.evaluation.value("mean_efficiency", 0.0));
   EXPECT_FALSE(evolve::unfinished_run(db, s.contract(kVariance).hash)) << "a stopped run is not resumable";
   // The finished run's best is what `cake bench --evolved` judges: the same variant, lowering to the same
   // source.
