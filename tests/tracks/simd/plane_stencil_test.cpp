@@ -119,6 +119,21 @@ TEST_P(PlaneStencilBits, SameBitsAsTheNest) {
   EXPECT_GT(planed, cases / 3) << planed << " of " << cases << " cases took the plane path";
   EXPECT_LT(planed, cases) << "some cases keep the nest";
   std::cout << planed << " of " << cases << " cases took the plane path\n";
+  // Columns (W = 1, a window of one column): packed and stored down the column, with enough work to take
+  // the plane path; strides 2 and 3 leave phase columns outside x and pad rows below it.
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    for (const int64_t s : {1, 2, 3}) {
+      for (const int64_t kh : {2, 3}) {
+        const std::map<std::string, int64_t> shape{{"N", 1},   {"C", 256}, {"H", 200}, {"W", 1},
+                                                   {"KH", kh}, {"KW", 1},  {"S", s},   {"P", 0}};
+        const cases::Case k = cases::make_case(c, shape, dt);
+        const std::string exact = testing_simd::first_exact_difference(kp, kn, c, k);
+        EXPECT_TRUE(exact.empty()) << k.describe() << ": " << exact;
+        EXPECT_FALSE(testing_simd::first_exact_difference(kw, kn, c, k).empty())
+            << k.describe() << " did not take the plane path";
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
