@@ -314,6 +314,8 @@ class Lowering {
   std::string access_linear(int id, const std::string& lin) const;
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
+  std::string emit_statement_body_any(int si, int prefix, const std::string& ind);
+  std::string single_term_size(int si, int prefix) const;
   std::string emit_statement_loops(int si, int prefix, const std::string& ind);
   const Expr* stencil_reduction(int si, int prefix) const;
   std::optional<RowDots> row_dots(int si, int prefix) const;
@@ -370,9 +372,13 @@ class Lowering {
   std::vector<Group> groups_;
   std::vector<int> scratch_slot_;
   int next_scratch_ = 0;
-  bool unit_rows_ = false;   // while the copy for inner sizes of 1 is emitted (unit_dispatch)
-  bool short_rows_ = false;  // while the copy for short reductions is emitted (unit_dispatch)
-  std::string block_row_;    // while a row block is emitted: the row's index within it (row-local offsets)
+  bool unit_rows_ = false;    // while the copy for inner sizes of 1 is emitted (unit_dispatch)
+  bool short_rows_ = false;   // while the copy for short reductions is emitted (unit_dispatch)
+  bool single_term_ = false;  // while a statement's copy for a sum of one term is emitted
+  // Sizes whose value 1 a copy of the nest being emitted takes alone (unit_dispatch): the unit size where
+  // it is the only one, the short reductions' sizes. No statement needs a copy of its own for them.
+  std::vector<std::string> covered_sizes_;
+  std::string block_row_;  // while a row block is emitted: the row's index within it (row-local offsets)
   // While a flat elementwise statement is emitted (emit_flat): its loop variable, the offset of every
   // access whose indices are flat_idx_ (the domain variables in order).
   std::string flat_;
@@ -589,10 +595,43 @@ constexpr int kRowDotsMinTerms = 8;   // emit_row_dots: sums of fewer terms keep
 constexpr int kUnitRowUnroll = 16;    // unit_dispatch: rows of up to this constant length unroll whole
 }  // namespace
 
+// The size symbol a statement's one sum runs over (`sum(d: ...)` over 0..D), where a copy of its body for
+// D = 1 pays: the statement has an axis of its own past `prefix` to vectorize once the sum's loop is gone.
+// "" otherwise, and inside the unit and short-row copies, whose sizes are constants already.
+std::string Lowering::single_term_size(int si, int prefix) const {
+  if (!o_.vectorize || unit_rows_ || short_rows_ || single_term_ || stmt(si).n_domain <= prefix) return "";
+  const Expr* sum = nullptr;
+  int reductions = 0;
+  te::any_of(*stmt(si).rhs, [&](const Expr& e) {
+    if (e.kind == ExprKind::Reduce) ++reductions, sum = &e;
+    return false;
+  });
+  if (reductions != 1 || sum->reduce != te::ReduceOp::Sum || sum->rvars.size() != 1) return "";
+  const te::ReduceVar& rv = sum->rvars[0];
+  if (rv.lo || !rv.extent || rv.extent->kind != ExprKind::Size) return "";
+  const std::string z = emit_size_expr(*rv.extent);
+  return std::find(covered_sizes_.begin(), covered_sizes_.end(), z) != covered_sizes_.end() ? "" : z;
+}
+
+// Statement si's body (emit_statement_body_any), with a copy for a sum of one term where its extent is a
+// size symbol: there the symbol is the constant 1, the sum's loop vanishes and the loop around it can
+// vectorize (attention's scores with D = 1 had run one scalar dot product of one term per score).
+std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind) {
+  const std::string z = single_term_size(si, prefix);
+  if (z.empty()) return emit_statement_body_any(si, prefix, ind);
+  single_term_ = true;
+  const std::string one = emit_statement_body_any(si, prefix, ind + "  ");
+  single_term_ = false;
+  return fmt::format(
+      "{0}if ({1} == 1) {{ // a sum of one term\n{0}  constexpr int64_t {1} = 1;\n{2}{0}}} else "
+      "{{\n{3}{0}}}\n",
+      ind, z, one, emit_statement_body_any(si, prefix, ind + "  "));
+}
+
 // The loops over axes [prefix, n_domain) of statement si and the element computation inside them; a
 // running sum carries its accumulator along the innermost axis; a stencil-like reduction is interchanged
 // with the innermost axis when that axis is long enough.
-std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind) {
+std::string Lowering::emit_statement_body_any(int si, int prefix, const std::string& ind) {
   if (const Expr* scan = running_sum(si, prefix)) return emit_running_sum(si, prefix, ind, *scan);
   if (const auto rd = row_dots(si, prefix)) {
     // Sums of a few terms keep the loop: a horizontal sum per output costs more than they save there
@@ -2549,6 +2588,8 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit, const 
                                     const std::function<std::string(bool)>& nest) {
   const std::vector<std::string>& short_sizes = shorts.sizes;
   if (unit.empty() && short_sizes.empty()) return nest(false);
+  covered_sizes_ = short_sizes;
+  if (unit.size() == 1) covered_sizes_.push_back(unit.front());
   std::string out;
   // nest(true) with `mode` set and no vector pragmas of the statements' own, closing the branch.
   const auto straight_rows = [&](bool& mode) {
@@ -2577,7 +2618,9 @@ std::string Lowering::unit_dispatch(const std::vector<std::string>& unit, const 
     for (const std::string& z : short_sizes) out += short_row_constants(z, kShortRowTerms, "    ");
     straight_rows(short_rows_);
   }
-  return out + "{\n" + nest(false) + "    }\n";
+  out += "{\n" + nest(false) + "    }\n";
+  covered_sizes_.clear();
+  return out;
 }
 
 // Group g's short rows (unit_dispatch): one axis of rows, every statement one value per row, not
