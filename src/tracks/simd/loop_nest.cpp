@@ -315,6 +315,7 @@ class Lowering {
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
   std::string emit_statement_body_any(int si, int prefix, const std::string& ind);
+  std::string sum_size(int si) const;
   std::string single_term_size(int si, int prefix) const;
   std::string emit_statement_loops(int si, int prefix, const std::string& ind);
   const Expr* stencil_reduction(int si, int prefix) const;
@@ -372,9 +373,9 @@ class Lowering {
   std::vector<Group> groups_;
   std::vector<int> scratch_slot_;
   int next_scratch_ = 0;
-  bool unit_rows_ = false;    // while the copy for inner sizes of 1 is emitted (unit_dispatch)
-  bool short_rows_ = false;   // while the copy for short reductions is emitted (unit_dispatch)
-  bool single_term_ = false;  // while a statement's copy for a sum of one term is emitted
+  bool unit_rows_ = false;   // while the copy for inner sizes of 1 is emitted (unit_dispatch)
+  bool short_rows_ = false;  // while the copy for short reductions is emitted (unit_dispatch)
+  std::string one_term_;     // while a copy for a sum of one term is emitted: the size symbol that is 1 there
   // Sizes whose value 1 a copy of the nest being emitted takes alone (unit_dispatch): the unit size where
   // it is the only one, the short reductions' sizes. No statement needs a copy of its own for them.
   std::vector<std::string> covered_sizes_;
@@ -595,11 +596,8 @@ constexpr int kRowDotsMinTerms = 8;   // emit_row_dots: sums of fewer terms keep
 constexpr int kUnitRowUnroll = 16;    // unit_dispatch: rows of up to this constant length unroll whole
 }  // namespace
 
-// The size symbol a statement's one sum runs over (`sum(d: ...)` over 0..D), where a copy of its body for
-// D = 1 pays: the statement has an axis of its own past `prefix` to vectorize once the sum's loop is gone.
-// "" otherwise, and inside the unit and short-row copies, whose sizes are constants already.
-std::string Lowering::single_term_size(int si, int prefix) const {
-  if (!o_.vectorize || unit_rows_ || short_rows_ || single_term_ || stmt(si).n_domain <= prefix) return "";
+// The size symbol statement si's one sum runs over (`sum(d: ...)` over 0..D, one variable, no bounds), or "".
+std::string Lowering::sum_size(int si) const {
   const Expr* sum = nullptr;
   int reductions = 0;
   te::any_of(*stmt(si).rhs, [&](const Expr& e) {
@@ -609,7 +607,16 @@ std::string Lowering::single_term_size(int si, int prefix) const {
   if (reductions != 1 || sum->reduce != te::ReduceOp::Sum || sum->rvars.size() != 1) return "";
   const te::ReduceVar& rv = sum->rvars[0];
   if (rv.lo || !rv.extent || rv.extent->kind != ExprKind::Size) return "";
-  const std::string z = emit_size_expr(*rv.extent);
+  return emit_size_expr(*rv.extent);
+}
+
+// sum_size(si) where a copy of the statement's body for that size = 1 pays: the statement has an axis of
+// its own past `prefix` to vectorize once the sum's loop is gone. "" otherwise, and inside the unit,
+// short-row and one-term copies, whose sizes are constants already.
+std::string Lowering::single_term_size(int si, int prefix) const {
+  if (!o_.vectorize || unit_rows_ || short_rows_ || !one_term_.empty() || stmt(si).n_domain <= prefix)
+    return "";
+  const std::string z = sum_size(si);
   return std::find(covered_sizes_.begin(), covered_sizes_.end(), z) != covered_sizes_.end() ? "" : z;
 }
 
@@ -619,9 +626,9 @@ std::string Lowering::single_term_size(int si, int prefix) const {
 std::string Lowering::emit_statement_body(int si, int prefix, const std::string& ind) {
   const std::string z = single_term_size(si, prefix);
   if (z.empty()) return emit_statement_body_any(si, prefix, ind);
-  single_term_ = true;
+  one_term_ = z;
   const std::string one = emit_statement_body_any(si, prefix, ind + "  ");
-  single_term_ = false;
+  one_term_.clear();
   return fmt::format(
       "{0}if ({1} == 1) {{ // a sum of one term\n{0}  constexpr int64_t {1} = 1;\n{2}{0}}} else "
       "{{\n{3}{0}}}\n",
@@ -632,6 +639,9 @@ std::string Lowering::emit_statement_body(int si, int prefix, const std::string&
 // running sum carries its accumulator along the innermost axis; a stencil-like reduction is interchanged
 // with the innermost axis when that axis is long enough.
 std::string Lowering::emit_statement_body_any(int si, int prefix, const std::string& ind) {
+  // In a copy for a sum of one term, this statement's sum is that term: its plain loops, with no dot
+  // products or interchange to pay for, vectorize along the innermost axis.
+  if (!one_term_.empty() && sum_size(si) == one_term_) return emit_statement_loops(si, prefix, ind);
   if (const Expr* scan = running_sum(si, prefix)) return emit_running_sum(si, prefix, ind, *scan);
   if (const auto rd = row_dots(si, prefix)) {
     // Sums of a few terms keep the loop: a horizontal sum per output costs more than they save there
@@ -2440,16 +2450,32 @@ std::string Lowering::emit_plane_stencil(const Group& g, const PlaneStencil& ps)
 
 std::string Lowering::emit_group(const Group& g) {
   if (auto mm = match_contraction(g)) {
-    if (mm->classic) return emit_contraction(g, *mm);
-    // Packing B costs about as much per element as the few rows of C that reuse it: with few rows, the
-    // stencil nest (vectorized along the last axis, no packing) is faster. Measured on conv2d's standard
-    // cases: O = 1, C·KH·KW = 192: 0.36 ms nest, 1.0 ms packed; O = 8, C·KH·KW = 3: 35 µs nest, 74 µs
-    // packed; O = 8, C·KH·KW = 9: 2.9× faster packed (docs/tracks.md).
     const Stmt& s = stmt(g.stmts.front());
-    const std::string k = k_extent(s, *mm);
-    const std::string rows = emit_size_expr(*s.var_extent[static_cast<size_t>(mm->row)]);
-    return fmt::format("  if ({} >= 4 && {} * {} >= 32) {{\n", rows, rows, k) + emit_contraction(g, *mm) +
-           "  } else {\n" + emit_loops(g) + "  }\n";
+    std::string packed;
+    if (mm->classic) {
+      packed = emit_contraction(g, *mm);
+    } else {
+      // Packing B costs about as much per element as the few rows of C that reuse it: with few rows, the
+      // stencil nest (vectorized along the last axis, no packing) is faster. Measured on conv2d's standard
+      // cases: O = 1, C·KH·KW = 192: 0.36 ms nest, 1.0 ms packed; O = 8, C·KH·KW = 3: 35 µs nest, 74 µs
+      // packed; O = 8, C·KH·KW = 9: 2.9× faster packed (docs/tracks.md).
+      const std::string k = k_extent(s, *mm);
+      const std::string rows = emit_size_expr(*s.var_extent[static_cast<size_t>(mm->row)]);
+      packed = fmt::format("  if ({} >= 4 && {} * {} >= 32) {{\n", rows, rows, k) + emit_contraction(g, *mm) +
+               "  } else {\n" + emit_loops(g) + "  }\n";
+    }
+    // A contraction over one term (K = 1, an outer product) is elementwise: the nest with the sum's size the
+    // constant 1, vectorized along the last axis, instead of packed panels of one term.
+    const Expr* kext = mm->k.size() == 1 ? s.var_extent[static_cast<size_t>(mm->k[0])].get() : nullptr;
+    if (!o_.vectorize || !kext || kext->kind != ExprKind::Size) return packed;
+    const std::string z = emit_size_expr(*kext);
+    one_term_ = z;
+    const std::string one = emit_loops(g);
+    one_term_.clear();
+    return fmt::format(
+        "  if ({0} == 1) {{ // a contraction over one term\n  constexpr int64_t {0} = 1;\n{1}  }} else "
+        "{{\n{2}  }}\n",
+        z, one, packed);
   }
   if (const auto ps = plane_stencil(g)) return emit_plane_stencil(g, *ps);
   return emit_loops(g);

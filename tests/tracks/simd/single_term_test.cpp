@@ -4,6 +4,7 @@
 // loop around it vectorizes. A sum of one term is that term in either copy, so the kernel must give the
 // bits of the same statements without vector pragmas (vectorize=false, no copy), NaNs included, in every
 // dtype; and no copy is made where the nest's unit rows already take the size, or where no loop is left.
+// A contraction over one term has such a copy of its whole nest in place of its packed panels.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -71,6 +72,38 @@ TEST(SingleTerm, AttentionWithOneTermSumsGivesTheBitsOfThePlainLoops) {
   }
   EXPECT_EQ(cases, 24);
 }
+
+// A contraction over one term (K = 1, an outer product) runs the nest with K the constant 1, vectorized
+// along its last axis, instead of packed panels of one term. On small-integer inputs every product and sum
+// is exact, so the nest and the plain loops (vectorize=false, packed panels) give the same bits; K = 2 takes
+// the packed panels in both.
+class SingleTermContraction : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SingleTermContraction, SameBitsAsThePlainKernel) {
+  const CheckedContract c = load_and_check(ops_file(GetParam()));
+  const testing_simd::VectorizePair p = testing_simd::build_vectorize_pair(c);
+  ASSERT_TRUE(testing_simd::built_with_path(p, "a contraction over one term"));
+  const build::Kernel on(p.on.library), off(p.off.library);
+  const bool linear = GetParam() == "linear_bias_gelu";
+  for (const DType dt : c.contract.dtypes) {
+    for (const int64_t k : {1, 2}) {
+      // rows (M, or N for linear_bias_gelu) and columns (N, or O): 1 row, a short row, a long one.
+      for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {300, 127}}) {
+        std::map<std::string, int64_t> shape{{"K", k}};
+        shape[linear ? "N" : "M"] = m;
+        shape[linear ? "O" : "N"] = n;
+        if (GetParam() == "batched_matmul") shape["B"] = 3;
+        const cases::Case kc = cases::make_case(c, shape, dt);
+        const std::string diff = testing_simd::first_exact_difference(on, off, c, kc);
+        EXPECT_TRUE(diff.empty()) << diff;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Contractions, SingleTermContraction,
+                         ::testing::Values("matmul", "batched_matmul", "linear_bias_gelu"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 TEST(SingleTerm, NoCopyWhereUnitRowsTakeTheSizeOrNoLoopIsLeft) {
   // softmax's sum over D: its nest's unit rows take D = 1; cross_entropy's loss sums over N with no loop of
