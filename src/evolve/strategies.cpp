@@ -13,7 +13,7 @@ const std::vector<std::string>& class_knobs(char cls) {
         "gemm",         "wg",           "ipw",    "reduce_wg", "reduce_min",           "local_reduce",
         "row_block",    "scatter_rows", "plane"}},
       {'F', {"stages", "fusion"}},
-      {'D', {"bf16_dot", "bf16_f32"}},
+      {'D', {"bf16_dot", "bf16_f32", "f16_f32"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},
       {'H', {"parallel", "task_rows", "threads", "parallel_min_work", "serial_below"}},
   };

@@ -38,6 +38,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.row_block = static_cast<int>(k.integer("row_block"));
   o.bf16_dot = k.has("bf16_dot") && k.boolean("bf16_dot");
   o.bf16_f32 = k.has("bf16_f32") && k.boolean("bf16_f32");
+  o.f16_f32 = k.has("f16_f32") && k.boolean("f16_f32");
   o.plane = k.has("plane") && k.boolean("plane");
   return o;
 }
@@ -2870,13 +2871,15 @@ std::string Lowering::run(const std::string& header) {
   const int scratch = next_scratch_;  // the copy below reuses the slots: the two never run at once
   const std::string body = emit_compute("compute", args);
   src += body;
-  // The bf16 instantiation in f32 (o_.bf16_f32): its I/O converts to float, and its body is a copy
-  // emitted in f32 types, unless that copy is the same text (the types only in the I/O: compute<IO> serves
-  // both). The copy's nests repeat the OpenMP regions' work terms.
-  const bool bf16_f32 = o_.bf16_f32 && (real_ != "float" || acc_ != "float") &&
-                        std::find(k.dtypes.begin(), k.dtypes.end(), DType::bf16) != k.dtypes.end();
+  // The bf16 and f16 instantiations in f32 (o_.bf16_f32, o_.f16_f32): their I/O converts to float, and
+  // their body is a copy emitted in f32 types, unless that copy is the same text (the types only in the
+  // I/O: compute<IO> serves both). The copy's nests repeat the OpenMP regions' work terms.
+  const auto has = [&](DType d) { return std::find(k.dtypes.begin(), k.dtypes.end(), d) != k.dtypes.end(); };
+  const bool wide = real_ != "float" || acc_ != "float";
+  const bool bf16_f32 = o_.bf16_f32 && wide && has(DType::bf16);
+  const bool f16_f32 = o_.f16_f32 && wide && has(DType::f16);
   bool f32_copy = false;
-  if (bf16_f32) {
+  if (bf16_f32 || f16_f32) {
     const std::string acc = acc_;
     const size_t regions = region_work_.size();
     real_ = acc_ = "float";
@@ -2890,7 +2893,7 @@ std::string Lowering::run(const std::string& header) {
          at = renamed.find("compute_f32", at))
       renamed.replace(at, 11, "compute");
     f32_copy = renamed != body;
-    if (f32_copy) src += "// The bf16 instantiation's copy, computed and summed in f32.\n" + copy;
+    if (f32_copy) src += "// The 16-bit instantiations' copy, computed and summed in f32.\n" + copy;
   }
   src += "}  // namespace\n\n";
   src +=
@@ -2919,7 +2922,7 @@ std::string Lowering::run(const std::string& header) {
   }
   src += "  switch (op_dtype) {\n";
   for (DType d : k.dtypes) {
-    const bool narrow = bf16_f32 && d == DType::bf16;
+    const bool narrow = (bf16_f32 && d == DType::bf16) || (f16_f32 && d == DType::f16);
     const std::string fn = narrow && f32_copy ? "compute_f32" : "compute",
                       io = fmt::format("{}<{}>",
                                        d == DType::bf16  ? "io_bf16"

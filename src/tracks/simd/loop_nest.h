@@ -56,6 +56,8 @@ struct LoopNestOptions {
   // The bf16 instantiation computes and accumulates in f32 whatever `compute` and `acc` say: a second copy
   // of the kernel body, emitted in f32 (bf16's gate, 2^-7, is 2^17 times f32's rounding error).
   bool bf16_f32 = false;
+  // The f16 instantiation the same, where the contract sums nothing (knob f16_f32).
+  bool f16_f32 = false;
   // A window reduction over the last two axes (depthwise convolution, pooling) packs each plane of its
   // window once into phase planes and takes each tap as one contiguous update of a block of outputs held
   // in registers, where enough taps and rows pay for the packing.

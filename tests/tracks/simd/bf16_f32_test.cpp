@@ -2,6 +2,8 @@
 // in f32 types, and the dtype dispatch sends bf16 calls, and only those, to it. A row big, small, -big
 // tells the sums apart: in f32, big + small rounds back to big and the row sums to 0; in f64 it sums to
 // small (2^24 and 1 in bf16 and f32; f16's largest finite value and its smallest subnormal, 2^-24).
+// Where the contract sums nothing, the f16 instantiation takes that copy too (knob f16_f32): (x + y) - x
+// with the same values tells f32 from f64 there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,6 +63,40 @@ TEST(Bf16InF32, NoCopyWhenTheKernelIsInF32Already) {
   };
   EXPECT_NE(source(nlohmann::json::object()).find("int compute_f32("), std::string::npos);
   EXPECT_EQ(source({{"compute", "f32"}, {"acc", "f32"}}).find("int compute_f32("), std::string::npos);
+}
+
+// add edited to z = (x + y) - x, run on one element in dtype t: y where the sum is exact, 0 where it rounds.
+double cancelling_add(const CheckedContract& c, const build::Kernel& k, DType t) {
+  const double big = t == DType::f16 ? 65504.0 : 16777216.0,
+               small = t == DType::f16 ? std::ldexp(1.0, -24) : 1.0;
+  std::vector<Tensor> in, out;
+  in.emplace_back(t, Shape{1, 1});
+  in.emplace_back(t, Shape{1});
+  in[0].set(0, big);
+  in[1].set(0, small);
+  out.emplace_back(t, Shape{1, 1});
+  EXPECT_EQ(k.run(in, out, {1.0, 1.0}), 0);  // M, N
+  return out[0].get(0) / small;
+}
+
+TEST(F16InF32, WhereNothingIsSummedTheF16InstantiationComputesInF32) {
+  const CheckedContract c =
+      testing_simd::contract_with((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "add.yaml").string(),
+                                  {{"z[m, n] = x[m, n] + y[n]", "z[m, n] = (x[m, n] + y[n]) - x[m, n]"}});
+  // Default knobs: compute=f64 (the contract rounds), bf16_f32 and f16_f32 on.
+  const tracks::Artifact a = testing_simd::lower_simd(c, nlohmann::json::object());
+  EXPECT_NE(a.files.front().text.find(" f16_f32=true"), std::string::npos);
+  const build::Kernel def = lowered(c, nlohmann::json::object());
+  EXPECT_EQ(cancelling_add(c, def, DType::f16), 0.0) << "the f16 call ran the f32 copy";
+  EXPECT_EQ(cancelling_add(c, def, DType::bf16), 0.0) << "the bf16 call ran the f32 copy";
+  EXPECT_EQ(cancelling_add(c, def, DType::f32), 1.0) << "f32 keeps f64";
+  const build::Kernel off = lowered(c, {{"f16_f32", "false"}});
+  EXPECT_EQ(cancelling_add(c, off, DType::f16), 1.0) << "f16_f32=false: f16 computes in f64";
+  EXPECT_EQ(cancelling_add(c, off, DType::bf16), 0.0) << "bf16 keeps its own knob";
+  // A contract that sums (reduce_sum) keeps f16 in `compute` and `acc`: no knob to turn on.
+  EXPECT_EQ(
+      testing_simd::lower_simd(reduce_sum(), nlohmann::json::object()).files.front().text.find(" f16_f32="),
+      std::string::npos);
 }
 
 }  // namespace
