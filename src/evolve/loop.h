@@ -58,11 +58,11 @@ struct EvolveResult {
   std::string track;
   nlohmann::json knobs;       // of the best-so-far
   nlohmann::json evaluation;  // the evaluate skill's timed output for it
+  std::string library;        // its shared object
+  int measured_now = 0;       // variants this call measured
   // The starting kernel's output as round 0 of this run measured it (null if it failed): the "before" that
   // compares with `evaluation` in one run, on the same machine state, not with generation's earlier timing.
   nlohmann::json seed_evaluation;
-  std::string library;   // its shared object
-  int measured_now = 0;  // variants this call measured
 };
 
 // Starts Evolution under a new run (Session::begin_run "evolve") from a correct kernel (track, knobs).
