@@ -145,7 +145,7 @@ class SimdTrack final : public Track {
     }
     // Where nothing is summed, f32 serves f16 too: a product of two f16 values is exact in f32, and a
     // chain of a few f32 operations errs by a few 2^-24, far inside f16's gate (2^-10) unless cancellation
-    // magnifies it 2^14-fold. rope f16 B=2 E=64 H=1 S=2048: 458 -> 336 µs (compute=f64 -> f32).
+    // magnifies it 2^14-fold. rope f16 B=2 E=64 H=1 S=2048: 458 -> 344 µs (compute=f64 -> f32).
     if (std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::f16) !=
             c.contract.dtypes.end() &&
         rounds_floats(c) && !sums(c)) {
