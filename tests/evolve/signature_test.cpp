@@ -65,8 +65,8 @@ TEST(StrategiesTest, EverySignatureHasClassesWithKnobs) {
     for (char c : cls) EXPECT_FALSE(evolve::class_knobs(c).empty()) << c;
   }
   EXPECT_EQ(evolve::classes_for(evolve::Bottleneck::MemoryFusableChain).front(), 'F');
-  // Class D: a dtype's own instruction path and arithmetic, so far bf16's: the dot product for
-  // contractions, and its instantiation in f32.
+  // Class D: a dtype's own instruction path and arithmetic: bf16's dot product for contractions, and the
+  // bf16 and f16 instantiations in f32.
   EXPECT_EQ(evolve::class_knobs('D'), (std::vector<std::string>{"bf16_dot", "bf16_f32", "f16_f32"}));
   const auto contraction = evolve::classes_for(evolve::Bottleneck::ComputeContraction);
   EXPECT_NE(std::find(contraction.begin(), contraction.end(), 'D'), contraction.end());
