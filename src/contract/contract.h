@@ -79,6 +79,8 @@ struct Contract {
   std::vector<ValueRule> values;
   Limits limits;
   std::string baseline = "torch";
+
+  bool has_dtype(DType d) const;  // whether `dtypes` lists d
 };
 
 enum class TensorRole { Input, Output, Intermediate };

@@ -248,7 +248,7 @@ class Loader {
       std::string s = scalar(d, "a dtype");
       auto t = parse_dtype(s);
       if (!t) fail_at(c_.file, pos(d), "unknown dtype '" + s + "'", "dtypes are f32 f16 bf16 i32 i64 i8 bool");
-      if (std::find(c_.dtypes.begin(), c_.dtypes.end(), *t) != c_.dtypes.end())
+      if (c_.has_dtype(*t))
         fail_at(c_.file, pos(d), "dtype '" + s + "' listed twice");
       c_.dtypes.push_back(*t);
     }

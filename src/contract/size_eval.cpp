@@ -1,5 +1,6 @@
 // Integer evaluation of size expressions (floor division), size environments per case, and
-// tensor shapes.
+// tensor shapes; the contract's lookups (dtypes, tensors, size slots).
+#include <algorithm>
 #include <cmath>
 
 #include "contract/contract.h"
@@ -85,6 +86,8 @@ std::vector<int64_t> tensor_shape(const CheckedContract& c, int tensor, const st
   for (const auto& d : c.tensors[static_cast<size_t>(tensor)].dims) s.push_back(eval_size_expr(*d, sizes));
   return s;
 }
+
+bool Contract::has_dtype(DType d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }
 
 const TensorInfo* CheckedContract::find_tensor(const std::string& name) const {
   for (const auto& t : tensors)

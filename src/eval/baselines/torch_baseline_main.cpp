@@ -144,7 +144,7 @@ cake::cases::Case chosen_case(const cake::CheckedContract& c, const Args& a) {
     const auto dt =
         a.dtype.empty() ? std::optional<cake::DType>(c.contract.dtypes.at(0)) : cake::parse_dtype(a.dtype);
     if (!dt) throw Failure{"unknown dtype '" + a.dtype + "'"};
-    if (std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), *dt) == c.contract.dtypes.end())
+    if (!c.contract.has_dtype(*dt))
       throw Failure{"unsupported dtype: " + op + " does not list " + std::string(cake::dtype_name(*dt))};
     k = cake::cases::make_case(c, parse_sizes(a.sizes), *dt);
   } else {

@@ -2874,10 +2874,9 @@ std::string Lowering::run(const std::string& header) {
   // The bf16 and f16 instantiations in f32 (o_.bf16_f32, o_.f16_f32): their I/O converts to float, and
   // their body is a copy emitted in f32 types, unless that copy is the same text (the types only in the
   // I/O: compute<IO> serves both). The copy's nests repeat the OpenMP regions' work terms.
-  const auto has = [&](DType d) { return std::find(k.dtypes.begin(), k.dtypes.end(), d) != k.dtypes.end(); };
   const bool wide = real_ != "float" || acc_ != "float";
-  const bool bf16_f32 = o_.bf16_f32 && wide && has(DType::bf16);
-  const bool f16_f32 = o_.f16_f32 && wide && has(DType::f16);
+  const bool bf16_f32 = o_.bf16_f32 && wide && k.has_dtype(DType::bf16);
+  const bool f16_f32 = o_.f16_f32 && wide && k.has_dtype(DType::f16);
   bool f32_copy = false;
   if (bf16_f32 || f16_f32) {
     const std::string acc = acc_;

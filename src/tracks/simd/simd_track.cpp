@@ -133,8 +133,7 @@ class SimdTrack final : public Track {
               "#pragma GCC unroll on innermost loops that are not `omp simd` (1: the compiler decides)");
     k.add_bool("gemm", true,
                "matmul-like statements use the register-blocked Highway micro-kernel over packed panels");
-    const bool has_bf16 =
-        std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::bf16) != c.contract.dtypes.end();
+    const bool has_bf16 = c.contract.has_dtype(DType::bf16);
     // bf16's gate (2^-7) is 2^17 times f32's rounding error: f32 sums of thousands of cancelling terms and
     // f32 arithmetic pass it with room to spare, so the bf16 instantiation runs in f32 (twice the vector
     // lanes of f64, no widening of every operand). f16's gate (2^-10) is not as wide: a sum of a thousand
@@ -146,9 +145,7 @@ class SimdTrack final : public Track {
     // Where nothing is summed, f32 serves f16 too: a product of two f16 values is exact in f32, and a
     // chain of a few f32 operations errs by a few 2^-24, far inside f16's gate (2^-10) unless cancellation
     // magnifies it 2^14-fold. rope f16 B=2 E=64 H=1 S=2048: 458 -> 344 µs (compute=f64 -> f32).
-    if (std::find(c.contract.dtypes.begin(), c.contract.dtypes.end(), DType::f16) !=
-            c.contract.dtypes.end() &&
-        rounds_floats(c) && !sums(c)) {
+    if (c.contract.has_dtype(DType::f16) && rounds_floats(c) && !sums(c)) {
       k.add_bool("f16_f32", true, "the f16 instantiation computes in f32, whatever `compute` says");
     }
     // Sums in f32 as the bf16 instantiation's are by default (bf16_f32), with twice the multiply-adds per

@@ -22,10 +22,17 @@ CheckedContract reduce_sum() {
   return load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / "reduce_sum.yaml").string());
 }
 
+// A big and a small value of dtype t whose sum rounds to big in f32 and is exact in f64.
+struct BigSmall {
+  double big, small;
+};
+BigSmall big_small(DType t) {
+  return t == DType::f16 ? BigSmall{65504.0, std::ldexp(1.0, -24)} : BigSmall{16777216.0, 1.0};
+}
+
 // y = sum of the row big, small, -big in dtype t by kernel k, divided by small (1: summed exactly).
 double cancelling_sum(const CheckedContract& c, const build::Kernel& k, DType t) {
-  const double big = t == DType::f16 ? 65504.0 : 16777216.0,
-               small = t == DType::f16 ? std::ldexp(1.0, -24) : 1.0;
+  const auto [big, small] = big_small(t);
   std::vector<Tensor> in, out;
   in.emplace_back(t, Shape{1, 3});
   in[0].set(0, big);
@@ -67,8 +74,7 @@ TEST(Bf16InF32, NoCopyWhenTheKernelIsInF32Already) {
 
 // add edited to z = (x + y) - x, run on one element in dtype t: y where the sum is exact, 0 where it rounds.
 double cancelling_add(const CheckedContract& c, const build::Kernel& k, DType t) {
-  const double big = t == DType::f16 ? 65504.0 : 16777216.0,
-               small = t == DType::f16 ? std::ldexp(1.0, -24) : 1.0;
+  const auto [big, small] = big_small(t);
   std::vector<Tensor> in, out;
   in.emplace_back(t, Shape{1, 1});
   in.emplace_back(t, Shape{1});
