@@ -32,7 +32,7 @@ struct Opts {
   std::string file, out, track;
   std::vector<std::string> knobs;
   bool json = false, no_baseline = false, no_explore = false, resume = false;
-  int threads = 0, max_attempts = 8, rounds = 0, variants = 4;
+  int threads = 0, max_attempts = 8, rounds = 0, variants = 4, confirm = 3;
   double min_time = 0.25;
 };
 
@@ -76,6 +76,7 @@ json package_report(const agents::GenerationResult& g, const std::optional<evolv
   if (e) {
     report["evolution"] = evolve::curve(*e);
     report["evolution_stop"] = e->stop_reason;
+    if (e->confirmation.is_object()) report["evolution_confirmation"] = e->confirmation;
   }
   return report;
 }
@@ -107,6 +108,11 @@ void add(CLI::App& app, Mode mode) {
     cmd->add_option("--rounds", o->rounds, "Evolution rounds after generation (0: none)")
         ->capture_default_str();
     cmd->add_option("--variants", o->variants, "variants per Evolution round")->capture_default_str();
+    cmd->add_option("--confirm", o->confirm,
+                    "at the stop, time the best and the seed this many more times each, alternately, and "
+                    "deliver the best only if its median beats the seed's (0: no re-timing)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 20));
   }
   if (mode == Mode::Evolve)
     cmd->add_flag("--resume", o->resume, "continue this contract's latest unfinished evolve run");
@@ -131,6 +137,7 @@ void add(CLI::App& app, Mode mode) {
     evolve::EvolveOptions eo;
     eo.rounds = o->rounds;
     eo.variants = o->variants;
+    eo.confirm = o->confirm;
     if (!o->json) eo.log = log;
     json doc = json::object();
     std::optional<evolve::EvolveResult> evolved;
@@ -146,14 +153,17 @@ void add(CLI::App& app, Mode mode) {
                           {"rounds", evolve::curve(*evolved)},
                           {"stop_reason", evolved->stop_reason},
                           {"measured_now", evolved->measured_now},
+                          {"confirmation", evolved->confirmation},
                           {"ok", evolved->ok}};
       if (o->json) {
         std::printf("%s\n", doc.dump(2).c_str());
       } else if (evolved->ok) {
         std::printf(
-            "evolution run %lld: %zu round(s), %s; best %.4g s over the cases, efficiency %.3f\nkernel: %s\n",
+            "evolution run %lld: %zu round(s), %s; delivered %.4g s over the cases, efficiency %.3f\nkernel: "
+            "%s\n",
             static_cast<long long>(evolved->run), evolved->rounds.size(), evolved->stop_reason.c_str(),
-            evolved->rounds.back().best_s, evolved->rounds.back().efficiency, evolved->library.c_str());
+            evolved->evaluation.value("total_s", 0.0), evolved->evaluation.value("mean_efficiency", 0.0),
+            evolved->library.c_str());
       } else {
         std::fprintf(stderr, "cake evolve: %s\n", evolved->why.c_str());
       }
@@ -182,12 +192,14 @@ void add(CLI::App& app, Mode mode) {
         if (a.outcome == "correct" && a.track != r.best_track) eo.more_seeds.emplace_back(a.track, a.knobs);
       evolved = evolve::evolve(s, o->file, r.best_track, r.best_knobs, eo);
       const json& after = evolved->ok ? evolved->evaluation : r.best;
-      // Before and after from the same evolve run (round 0 measured the seed), so that a busier or quieter
-      // machine between generation and evolution does not show up as a gain or a loss.
+      // Before and after from the same evolve run (the confirmation timed both alternately; without one,
+      // round 0 timed the seed), so that a busier or quieter machine between generation and evolution does
+      // not show up as a gain or a loss.
       const json& before = evolved->seed_evaluation.is_object() ? evolved->seed_evaluation : r.best;
       doc["evolution"] = {{"run", evolved->run},
                           {"rounds", evolve::curve(*evolved)},
                           {"stop_reason", evolved->stop_reason},
+                          {"confirmation", evolved->confirmation},
                           {"track", evolved->track},
                           {"knobs", evolved->knobs},
                           {"library", evolved->library},

@@ -347,6 +347,89 @@ void write_round(store::Store& db, int64_t run, const RoundSummary& sum, const V
   q.step();
 }
 
+// The run's first seed: the starting kernel (round 0's first variant).
+const Variant* first_seed(const std::vector<Variant>& all) {
+  const auto it = std::min_element(all.begin(), all.end(), [](const Variant& a, const Variant& b) {
+    return std::pair(a.round, a.id) < std::pair(b.round, b.id);
+  });
+  return it != all.end() && it->round == 0 ? &*it : nullptr;
+}
+
+// The repeat of median mean efficiency (the lower middle of an even count); null when a repeat did not
+// pass every case.
+json median_evaluation(const std::vector<json>& repeats) {
+  std::vector<const json*> order;
+  for (const json& e : repeats) {
+    const int total = e.value("total", 0);
+    if (!e.value("ok", false) || total == 0 || e.value("passed", 0) != total) return nullptr;
+    order.push_back(&e);
+  }
+  if (order.empty()) return nullptr;
+  std::sort(order.begin(), order.end(), [](const json* a, const json* b) {
+    return a->value("mean_efficiency", 0.0) < b->value("mean_efficiency", 0.0);
+  });
+  return *order[(order.size() - 1) / 2];
+}
+
+struct Confirmed {
+  int64_t delivered = 0;  // variant id
+  json seed, best;        // each's median evaluation (null: a repeat failed)
+  json record;            // EvolveResult::confirmation
+};
+
+// The winner's curse (loop.h): the best-so-far and the first seed, each lowered again as a candidate (a
+// build-cache hit), are timed `repeats` times, alternately, so both see the same machine; the best is
+// delivered only if its median mean efficiency beats the seed's. Recorded in evolution_confirmations.
+// Nothing when there is nothing to compare.
+std::optional<Confirmed> confirm(skills::Session& s, const std::string& file, int64_t run,
+                                 const std::vector<Variant>& all, const Variant& best, int repeats) {
+  const Variant* seed = first_seed(all);
+  if (repeats <= 0 || !seed || !seed->correct() || seed->id == best.id) return std::nullopt;
+  const Variant* side[2] = {seed, &best};
+  int64_t candidate[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const json low = lower_variant(s, file, side[k]->track, json::parse(side[k]->knobs_key));
+    if (low["ok"].get<bool>() && low["build"]["status"] == "ok") candidate[k] = low["candidate"];
+  }
+  std::vector<json> timed[2];
+  json efficiencies[2] = {json::array(), json::array()};
+  for (int i = 0; i < repeats; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      s.status(fmt::format("{}: confirming the {} ({}/{})", s.contract(file).contract.name,
+                           k ? "best" : "seed", i + 1, repeats));
+      timed[k].push_back(
+          candidate[k] ? skills::call(s, "evaluate",
+                                      {{"contract", file}, {"candidate", candidate[k]}, {"timing", true}})
+                       : json{{"ok", false}});
+      const json& e = timed[k].back();
+      efficiencies[k].push_back(e.value("ok", false) && e.value("passed", 0) == e.value("total", -1)
+                                    ? json(e.value("mean_efficiency", 0.0))
+                                    : json(nullptr));
+    }
+  }
+  s.status("");
+  Confirmed c;
+  c.seed = median_evaluation(timed[0]);
+  c.best = median_evaluation(timed[1]);
+  const bool best_wins =
+      !c.best.is_null() &&
+      (c.seed.is_null() || c.best["mean_efficiency"].get<double>() > c.seed["mean_efficiency"].get<double>());
+  c.delivered = best_wins ? best.id : seed->id;
+  c.record = {{"repeats", repeats},
+              {"seed", efficiencies[0]},
+              {"best", efficiencies[1]},
+              {"delivered", best_wins ? "best" : "seed"}};
+  const json& won = best_wins ? c.best : c.seed;
+  auto q = s.db.prepare(
+      "INSERT OR REPLACE INTO evolution_confirmations(run_id, seed_id, best_id, winner_id, repeats, "
+      "efficiency, "
+      "seed_json, best_json, efficiencies_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  q.bind(1, run).bind(2, seed->id).bind(3, best.id).bind(4, c.delivered).bind(5, int64_t{repeats});
+  if (!won.is_null()) q.bind(6, won.value("mean_efficiency", 0.0));
+  q.bind(7, c.seed.dump()).bind(8, c.best.dump()).bind(9, c.record.dump()).step();
+  return c;
+}
+
 EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run, const EvolveOptions& o) {
   EvolveResult res;
   res.run = run;
@@ -357,6 +440,31 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
   const std::vector<cases::Case> validation = validation_cases(file);  // the same cases for every variant
   int no_gain = 0;
   double prev_best = 0;
+  // The stop: the confirmation (when there is a best to confirm) and the round that closes the run commit
+  // together, so a run killed while confirming resumes into the same stop and confirms again.
+  std::optional<Confirmed> confirmed;
+  const auto stop_run = [&](const RoundSummary& sum, const std::vector<Variant>& all, const Variant* best,
+                            const std::string& stop) {
+    s.db.exec("BEGIN IMMEDIATE");
+    try {
+      if (best) confirmed = confirm(s, file, run, all, *best, o.confirm);
+      write_round(s.db, run, sum, best, stop);
+      s.db.exec("COMMIT");
+    } catch (...) {
+      s.db.exec("ROLLBACK");
+      throw;
+    }
+    res.stop_reason = stop;
+    if (!confirmed) return;
+    const auto median = [](const json& e) {
+      return e.is_null() ? std::string("failed")
+                         : fmt::format("efficiency {:.3f} ({:.4g} s)", e["mean_efficiency"].get<double>(),
+                                       e.value("total_s", 0.0));
+    };
+    log(fmt::format("{}: timed again {} times each, alternately: seed {}, best {}; delivering the {}", op,
+                    o.confirm, median(confirmed->seed), median(confirmed->best),
+                    confirmed->record["delivered"].get<std::string>()));
+  };
   for (int r = 0;; ++r) {
     std::vector<Variant> all = load(s.db, run);
     const bool has_round =
@@ -364,8 +472,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     if (!has_round) {
       if (r == 0) throw Error("evolve: run " + std::to_string(run) + " has no seed variant");
       if (plan_round(s, file, run, r, all, o) == 0) {
-        res.stop_reason = "no move left in the knob space";
-        write_round(s.db, run, res.rounds.back(), best_of(all, r - 1), res.stop_reason);
+        stop_run(res.rounds.back(), all, best_of(all, r - 1), "no move left in the knob space");
         break;
       }
       all = load(s.db, run);
@@ -384,8 +491,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     res.rounds.push_back(sum);
     const Variant* best = best_of(all, r);
     if (!best) {
-      res.stop_reason = "the seed kernel failed";
-      write_round(s.db, run, sum, nullptr, res.stop_reason);
+      stop_run(sum, all, nullptr, "the seed kernel failed");
       break;
     }
     if (r > 0) no_gain = sum.efficiency - prev_best > o.min_gain * prev_best ? 0 : no_gain + 1;
@@ -401,22 +507,27 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
     } else if (r >= o.rounds) {
       stop = fmt::format("round budget ({})", o.rounds);
     }
-    write_round(s.db, run, sum, best, stop);
     if (!stop.empty()) {
-      res.stop_reason = stop;
+      stop_run(sum, all, best, stop);
       break;
     }
+    write_round(s.db, run, sum, best, stop);
   }
   const std::vector<Variant> all = load(s.db, run);
-  const auto first_seed = std::min_element(all.begin(), all.end(), [](const Variant& a, const Variant& b) {
-    return std::pair(a.round, a.id) < std::pair(b.round, b.id);
-  });
-  if (first_seed != all.end() && first_seed->round == 0 && first_seed->correct())
-    res.seed_evaluation = first_seed->result;
+  if (const Variant* seed = first_seed(all); seed && seed->correct()) res.seed_evaluation = seed->result;
   const Variant* best = best_of(all, 1 << 30);
   if (!best) {
     res.why = res.stop_reason;
     return res;
+  }
+  json evaluation = best->result;
+  if (confirmed) {
+    best = &*std::find_if(all.begin(), all.end(),
+                          [&](const Variant& v) { return v.id == confirmed->delivered; });
+    const json& delivered = confirmed->record["delivered"] == "best" ? confirmed->best : confirmed->seed;
+    if (!delivered.is_null()) evaluation = delivered;
+    if (!confirmed->seed.is_null()) res.seed_evaluation = confirmed->seed;
+    res.confirmation = confirmed->record;
   }
   const json low = lower_variant(s, file, best->track, json::parse(best->knobs_key));
   if (!low["ok"].get<bool>() || low["library"].get<std::string>().empty()) {
@@ -426,7 +537,7 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
   res.ok = true;
   res.track = best->track;
   res.knobs = json::parse(best->knobs_key);
-  res.evaluation = best->result;
+  res.evaluation = evaluation;
   res.library = low["library"];
   return res;
 }
@@ -476,8 +587,10 @@ std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contr
 
 std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash) {
   auto q = db.prepare(
-      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(v.efficiency, 0) FROM evolution_rounds e "
-      "JOIN evolution_variants v ON v.id = e.best_id JOIN runs r ON r.id = e.run_id "
+      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(c.efficiency, v.efficiency, 0) FROM evolution_rounds "
+      "e "
+      "LEFT JOIN evolution_confirmations c ON c.run_id = e.run_id "
+      "JOIN evolution_variants v ON v.id = COALESCE(c.winner_id, e.best_id) JOIN runs r ON r.id = e.run_id "
       "WHERE r.command = 'evolve' AND r.contract_hash = ? AND e.stop_reason IS NOT NULL "
       "ORDER BY e.run_id DESC, e.round DESC LIMIT 1");
   q.bind(1, contract_hash);

@@ -6,8 +6,10 @@
 // (written to the store) before any is built, then each is lowered and judged with timing in one transaction
 // with its result. The best-so-far is the variant with the highest mean roofline efficiency over the cases
 // that passes every case, so a regression never loses it. Stop at efficiency >= 0.95, at no gain above 0.1%
-// in 5 rounds, when no move is left, or at the round budget. A killed run resumes (resume()) with nothing
-// lost or measured twice.
+// in 5 rounds, when no move is left, or at the round budget. Every variant was timed once, and the best of
+// many single timings is also the luckiest (the winner's curse): at the stop, the best and the seed are timed
+// again, alternately (EvolveOptions::confirm), and the best is delivered only if its median beats the seed's.
+// A killed run resumes (resume()) with nothing lost or measured twice.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ struct EvolveOptions {
   // A track's champion takes its turn as a round's first parent while its efficiency is at least this
   // share of the leader's (track_champions in parents.h); 0: every track with a correct variant does.
   double champion_share = 0.5;
+  // At the stop, the best and the seed are each timed this many more times, alternately; the one with the
+  // higher median mean efficiency is delivered (the seed on a tie). 0: the best as its round measured it.
+  int confirm = 3;
   uint64_t seed = 1;  // of the parent and move sampling (the plan of a round is deterministic)
   // More round-0 seeds besides the starting kernel: other correct kernels (other tracks) generation found,
   // as (track, knobs). Their variants compete in the same tiers, so the search can cross tracks.
@@ -56,13 +61,17 @@ struct EvolveResult {
   std::vector<RoundSummary> rounds;
   std::string stop_reason;
   std::string track;
-  nlohmann::json knobs;       // of the best-so-far
-  nlohmann::json evaluation;  // the evaluate skill's timed output for it
+  nlohmann::json knobs;  // of the kernel delivered: the best-so-far, unless the confirmation chose the seed
+  nlohmann::json evaluation;  // the evaluate skill's timed output for it (the confirmation's median, if any)
   std::string library;        // its shared object
   int measured_now = 0;       // variants this call measured
-  // The starting kernel's output as round 0 of this run measured it (null if it failed): the "before" that
-  // compares with `evaluation` in one run, on the same machine state, not with generation's earlier timing.
+  // The starting kernel's output as this run measured it (null if it failed): the "before" that compares
+  // with `evaluation` in one run, on the same machine state, not with generation's earlier timing; the
+  // confirmation's median where there is one, else round 0's timing.
   nlohmann::json seed_evaluation;
+  // {"repeats", "seed", "best" (each's mean efficiencies in the order timed), "delivered": "best" | "seed"};
+  // null where nothing was confirmed (confirm = 0, the seed was the best, or the seed failed).
+  nlohmann::json confirmation;
 };
 
 // Starts Evolution under a new run (Session::begin_run "evolve") from a correct kernel (track, knobs).
@@ -72,12 +81,13 @@ EvolveResult evolve(skills::Session& s, const std::string& file, const std::stri
 // The latest evolve run of this contract that has not stopped, if any.
 std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contract_hash);
 
-// The best variant of this contract's latest finished evolve run (the one a stop reason closed).
+// The delivered variant of this contract's latest finished evolve run (the one a stop reason closed): its
+// best, or its seed where the confirmation chose the seed.
 struct Evolved {
   int64_t run = 0;
   std::string track;  // a track's name, or tracks::kRegimesTrack for a shape-regime composite
   nlohmann::json knobs;
-  double efficiency = 0;  // its mean roofline efficiency as the run measured it
+  double efficiency = 0;  // its mean roofline efficiency as the run measured it (confirmed, if it was)
 };
 std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash);
 

@@ -125,6 +125,20 @@ CREATE TABLE IF NOT EXISTS evolution_rounds (
   PRIMARY KEY (run_id, round)
 );
 )sql",
+    // 4: the end of an Evolution run: its best and its seed timed again, alternately, and the one delivered.
+    R"sql(
+CREATE TABLE IF NOT EXISTS evolution_confirmations (
+  run_id        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  seed_id       INTEGER REFERENCES evolution_variants(id) ON DELETE SET NULL,
+  best_id       INTEGER REFERENCES evolution_variants(id) ON DELETE SET NULL,
+  winner_id     INTEGER REFERENCES evolution_variants(id) ON DELETE SET NULL,
+  repeats       INTEGER NOT NULL,
+  efficiency    REAL,
+  seed_json     TEXT NOT NULL,
+  best_json     TEXT NOT NULL,
+  efficiencies_json TEXT NOT NULL
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 

@@ -49,7 +49,7 @@ class Statement {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   static std::filesystem::path default_path();  // cache_path("cake.db")
 

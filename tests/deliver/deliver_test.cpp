@@ -420,13 +420,15 @@ TEST(DeliverReport, RendersWhatIsThereAndNeverThrows) {
                       {{"id", "c"}, {"flops", 10}, {"bytes", 0}, {"t_cand_s", 1}}}},
                     {"machine", "fast"},
                     {"routing", {1, 2}},
-                    {"evolution", {{{"round", "x"}}}}};
+                    {"evolution", {{{"round", "x"}}}},
+                    {"evolution_confirmation", {{"repeats", "many"}, {"best", 3}, {"seed", {nullptr}}}}};
   std::string md;
   ASSERT_NO_THROW(md = deliver::render_report_md(odd));
   EXPECT_NE(md.find("| a\\|b |"), std::string::npos) << md;  // pipes in cells are escaped
   EXPECT_EQ(deliver::roofline_point_count(odd), 0);
   ASSERT_NO_THROW(deliver::render_roofline_svg(odd));
   ASSERT_NO_THROW(deliver::render_evolution_svg(odd));
+  EXPECT_NE(md.find("median efficiency 3 (best) against failed (seed)"), std::string::npos) << md;
 
   // Points land under the roofs; a case at the compute roof sits on it.
   const json r = {{"machine", {{"bandwidth_gbs", 10.0}, {"fma_gflops", 100.0}}},

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -53,6 +54,7 @@ class EvolveTest : public ::testing::Test {
     // floor and would end the run at round 0 by the roofline test, leaving nothing to check.
     o.stop_efficiency = std::numeric_limits<double>::infinity();
     o.patience = rounds + 1;
+    o.confirm = 0;  // the re-timing at the stop has a test of its own
     return o;
   }
   fs::path path_ = fs::temp_directory_path() / ("cake-evolve-test-" + std::to_string(::getpid()) + ".db");
@@ -113,6 +115,66 @@ TEST_F(EvolveTest, RoundsAreRecordedAndTheBestNeverRegresses) {
   EXPECT_DOUBLE_EQ(e->efficiency, r.rounds.back().efficiency);
   EXPECT_EQ(fs::path(r.library).parent_path().filename().string(),
             build::artifact_hash(evolve::variant_artifact(s, s.contract(kVariance), e->track, e->knobs)));
+}
+
+double median(const json& efficiencies) {
+  std::vector<double> v;
+  for (const json& e : efficiencies) v.push_back(e.get<double>());
+  std::sort(v.begin(), v.end());
+  return v.at((v.size() - 1) / 2);
+}
+
+// The stop times the best and the seed again, alternately, and delivers the one of higher median. The seed
+// here is the simd kernel without `omp simd` (15 times slower on these rows), a second round-0 seed the
+// default kernel, so round 0's best is not the seed and the budget (0 rounds) stops the run there.
+TEST_F(EvolveTest, TheStopTimesTheBestAndTheSeedAgainAndDeliversTheFaster) {
+  store::Store db(path_);
+  skills::Session s = session(db);
+  evolve::EvolveOptions o = budget(0, 1);
+  o.confirm = 3;
+  o.more_seeds.emplace_back("simd", json::object());
+  const evolve::EvolveResult r = evolve::evolve(s, kVariance, "simd", json{{"vectorize", "false"}}, o);
+  ASSERT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.measured_now, 2);
+  ASSERT_TRUE(r.confirmation.is_object()) << "round 0's best was the slow seed";
+  EXPECT_EQ(r.confirmation["repeats"], 3);
+  ASSERT_EQ(r.confirmation["seed"].size(), 3u);
+  ASSERT_EQ(r.confirmation["best"].size(), 3u);
+  const double seed = median(r.confirmation["seed"]), best = median(r.confirmation["best"]);
+  const bool best_wins = best > seed;
+  EXPECT_EQ(r.confirmation["delivered"], best_wins ? "best" : "seed");
+  EXPECT_EQ(r.knobs["vectorize"], best_wins ? "true" : "false");
+  // The before and the after are the medians of the re-timing, not round 0's single timings.
+  EXPECT_DOUBLE_EQ(r.seed_evaluation["mean_efficiency"].get<double>(), seed);
+  EXPECT_DOUBLE_EQ(r.evaluation["mean_efficiency"].get<double>(), best_wins ? best : seed);
+  // What `cake bench --evolved` judges is the delivered kernel, with its confirmed efficiency.
+  const std::optional<evolve::Evolved> e = evolve::latest_evolved(db, s.contract(kVariance).hash);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->knobs, r.knobs);
+  EXPECT_DOUBLE_EQ(e->efficiency, r.evaluation["mean_efficiency"].get<double>());
+  // The variants keep their one measurement per case; the re-timing is recorded under candidates of its own.
+  EXPECT_EQ(count(db,
+                  "SELECT COUNT(*) FROM evolution_variants v WHERE v.run_id = ? AND "
+                  "(SELECT COUNT(*) FROM measurements m WHERE m.candidate_id = v.candidate_id) != 4",
+                  r.run),
+            0);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM evolution_confirmations WHERE run_id = ?", r.run), 1);
+
+  // A run killed while confirming has neither the stop nor the confirmation (one transaction): it resumes
+  // into the same stop, measures no variant again and confirms again.
+  db.exec("DELETE FROM evolution_confirmations; UPDATE evolution_rounds SET stop_reason = NULL");
+  ASSERT_EQ(evolve::unfinished_run(db, s.contract(kVariance).hash), r.run);
+  const evolve::EvolveResult again = evolve::resume(s, kVariance, r.run, o);
+  ASSERT_TRUE(again.ok) << again.why;
+  EXPECT_EQ(again.measured_now, 0);
+  EXPECT_EQ(again.stop_reason, r.stop_reason);
+  EXPECT_TRUE(again.confirmation.is_object());
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM evolution_confirmations WHERE run_id = ?", r.run), 1);
+  // Where the confirmation chose the seed, the seed is what the run delivered.
+  db.exec("UPDATE evolution_confirmations SET winner_id = seed_id");
+  const std::optional<evolve::Evolved> seed_won = evolve::latest_evolved(db, s.contract(kVariance).hash);
+  ASSERT_TRUE(seed_won);
+  EXPECT_EQ(seed_won->knobs["vectorize"], "false");
 }
 
 TEST_F(EvolveTest, AVariantThatFitsOnlyTheStandardCasesFailsValidation) {

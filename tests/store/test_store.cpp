@@ -30,9 +30,10 @@ class StoreTest : public ::testing::Test {
   fs::path dir_;
 };
 
-const std::vector<std::string> kTables = {"candidates",       "evolution_rounds", "evolution_variants",
-                                          "measurements",     "router_abilities", "router_outcomes",
-                                          "runs",             "traces"};
+const std::vector<std::string> kTables = {
+    "candidates",   "evolution_confirmations", "evolution_rounds", "evolution_variants",
+    "measurements", "router_abilities",        "router_outcomes",  "runs",
+    "traces"};
 
 std::vector<std::string> columns(Store& s, const std::string& table) {
   Statement st = s.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid");
