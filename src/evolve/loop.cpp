@@ -371,6 +371,7 @@ json median_evaluation(const std::vector<json>& repeats) {
   return *order[(order.size() - 1) / 2];
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves of nlohmann::json members
 struct Confirmed {
   int64_t delivered = 0;  // variant id
   json seed, best;        // each's median evaluation (null: a repeat failed)

@@ -54,6 +54,7 @@ struct RoundSummary {
   std::vector<std::string> strategies;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves of nlohmann::json members
 struct EvolveResult {
   bool ok = false;
   std::string why;  // when !ok
