@@ -356,6 +356,7 @@ class Lowering {
   std::string assign(int si, CppExprEmitter& em, std::string& pre, const std::string& ind) const;
   bool moves_bits(int si) const;
   std::vector<int> read_order(int si) const;
+  bool copies_rows(int si) const;
   // An expression emitter for statement s in this lowering's types, reading tensors through access().
   CppExprEmitter emitter(const Stmt& s) {
     return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize, short_rows_ ? kShortRowTerms : 0},
@@ -1269,6 +1270,25 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
   std::string pre;
   const std::string store_line = assign(si, em, pre, ind);
   std::string out = outer + hoist;
+  if (prefix < s.n_domain && copies_rows(si)) {
+    // A row shorter than a 64-byte block: one masked copy at the addresses of its first element (an
+    // emitter of its own: its index code, repeated, stays inside the block). Longer rows keep GCC's loop,
+    // which measured no slower on them and at times faster (gathers of long rows from large tables).
+    const std::string j = var_id(s.vars[static_cast<size_t>(s.n_domain - 1)]);
+    const std::string row = emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]);
+    const std::string at = ind.substr(2);
+    CppExprEmitter block = emitter(s);
+    std::vector<std::string> idx;
+    for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+    std::string block_pre;
+    const std::string from = block.emit_stored(*s.rhs, block_pre, at + "  ");
+    out +=
+        fmt::format("{}if ({} * (int64_t)sizeof(T) < 64) {{ // the row as one masked block copy\n", at, row) +
+        fmt::format("{}  constexpr int64_t {} = 0;\n", at, j) + block_pre +
+        fmt::format("{}  cake_copy_short_row(&{}[{}], &{}, {});\n", at, tensor_id(tensor(s.tensor).name),
+                    linear(s.tensor, idx, 0), from, row) +
+        at + "} else\n";
+  }
   if (prefix < s.n_domain && overlaps_tail(si)) {
     // GCC vectorizes a loop by its narrowest type: 64 lanes for a 1-byte store, whatever the arithmetic,
     // which leaves up to 63 elements of a row to scalar code. Rows of 64 or more run as chunks of 64
@@ -1285,6 +1305,21 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
     out += ind + "}\n";
   }
   return out;
+}
+
+// Whether statement si's rows, when shorter than 64 bytes, run as one masked block copy
+// (cake_copy_short_row): a statement that moves bits (moves_bits) of 2-, 4- or 8-byte elements, its read
+// indexing along the innermost axis by that axis alone, in its last position, so both rows are contiguous.
+// Not in the copies for inner sizes of 1 or short reductions, which vectorize across rows.
+bool Lowering::copies_rows(int si) const {
+  const Stmt& s = stmt(si);
+  if (!o_.vectorize || unit_rows_ || short_rows_ || s.n_domain < 1 || !moves_bits(si)) return false;
+  const int j = s.n_domain - 1;
+  const Expr& rd = *s.rhs;
+  if (rd.args.empty() || rd.args.back()->kind != ExprKind::Var || rd.args.back()->slot != j) return false;
+  for (size_t a = 0; a + 1 < rd.args.size(); ++a)
+    if (uses_var(*rd.args[a], j)) return false;
+  return true;
 }
 
 // Whether statement si's innermost loop may run as overlapping chunks (emit_statement_loops): it stores
