@@ -714,11 +714,19 @@ bool Lowering::moves_bits(int si) const {
   return (from == Storage::Input || from == Storage::Direct) && !tensor(s.rhs->slot).fixed_dtype;
 }
 
-std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const std::string& ind) const {
-  const Stmt& s = stmt(si);
+namespace {
+// The C identifiers of statement s's domain variables, outermost first: its target's index.
+std::vector<std::string> domain_ids(const Stmt& s) {
   std::vector<std::string> idx;
   idx.reserve(static_cast<size_t>(s.n_domain));
   for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+  return idx;
+}
+}  // namespace
+
+std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const std::string& ind) const {
+  const Stmt& s = stmt(si);
+  const std::vector<std::string> idx = domain_ids(s);
   if (moves_bits(si)) {
     const std::string bits = em.emit_stored(*s.rhs, pre, ind);
     return fmt::format("{}{}[{}] = {};\n", ind, tensor_id(tensor(s.tensor).name), linear(s.tensor, idx, 0),
@@ -1278,8 +1286,7 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
     const std::string row = emit_size_expr(*s.var_extent[static_cast<size_t>(s.n_domain - 1)]);
     const std::string at = ind.substr(2);
     CppExprEmitter block = emitter(s);
-    std::vector<std::string> idx;
-    for (int k = 0; k < s.n_domain; ++k) idx.push_back(var_id(s.vars[static_cast<size_t>(k)]));
+    const std::vector<std::string> idx = domain_ids(s);
     std::string block_pre;
     const std::string from = block.emit_stored(*s.rhs, block_pre, at + "  ");
     out +=
