@@ -423,8 +423,7 @@ std::optional<Confirmed> confirm(skills::Session& s, const std::string& file, in
   const json& won = best_wins ? c.best : c.seed;
   auto q = s.db.prepare(
       "INSERT OR REPLACE INTO evolution_confirmations(run_id, seed_id, best_id, winner_id, repeats, "
-      "efficiency, "
-      "seed_json, best_json, efficiencies_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "efficiency, seed_json, best_json, efficiencies_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   q.bind(1, run).bind(2, seed->id).bind(3, best.id).bind(4, c.delivered).bind(5, int64_t{repeats});
   if (!won.is_null()) q.bind(6, won.value("mean_efficiency", 0.0));
   q.bind(7, c.seed.dump()).bind(8, c.best.dump()).bind(9, c.record.dump()).step();
@@ -588,9 +587,8 @@ std::optional<int64_t> unfinished_run(store::Store& db, const std::string& contr
 
 std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash) {
   auto q = db.prepare(
-      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(c.efficiency, v.efficiency, 0) FROM evolution_rounds "
-      "e "
-      "LEFT JOIN evolution_confirmations c ON c.run_id = e.run_id "
+      "SELECT e.run_id, v.track, v.knobs_json, COALESCE(c.efficiency, v.efficiency, 0) "
+      "FROM evolution_rounds e LEFT JOIN evolution_confirmations c ON c.run_id = e.run_id "
       "JOIN evolution_variants v ON v.id = COALESCE(c.winner_id, e.best_id) JOIN runs r ON r.id = e.run_id "
       "WHERE r.command = 'evolve' AND r.contract_hash = ? AND e.stop_reason IS NOT NULL "
       "ORDER BY e.run_id DESC, e.round DESC LIMIT 1");
