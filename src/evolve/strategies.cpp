@@ -11,7 +11,7 @@ const std::vector<std::string>& class_knobs(char cls) {
        {"vector_width", "tile_m",       "tile_n", "unroll_k",  "vectorize_reductions", "transpose_inputs",
         "mr",           "nv",           "unroll", "vectorize", "interchange",          "scan",
         "gemm",         "wg",           "ipw",    "reduce_wg", "reduce_min",           "local_reduce",
-        "row_block",    "scatter_rows", "plane"}},
+        "row_block",    "scatter_rows", "plane",  "f16c"}},
       {'F', {"stages", "fusion"}},
       {'D', {"bf16_dot", "bf16_f32", "f16_f32"}},
       {'A', {"accum_f32", "accum_lowp", "f64_elementwise", "compute", "acc"}},

@@ -1,11 +1,11 @@
 // Math for simd-track kernels (shipped into the build directory as cake_math.h): branch-free f32
 // exp / log / erf / sigmoid that the compiler can vectorize inside `#pragma omp simd` loops, NaN-propagating
 // min / max, the error flag data-dependent index checks set, the horizontal combines of a reduction's
-// vector lanes, and a short row's copy as one masked block. f64 overloads defer to <cmath>.
-// Accuracy (f32): exp within 2 ulp; log within 1 ulp; erf within ~3e-7 relative (Taylor series below 0.5,
-// a rational-exponential erfc fit above); 1 + erf within 5e-7 relative near 0 and 1e-5 in the far negative
-// tail (the erfc fit throughout). Polynomials are in Estrin's form: a vectorized loop over these is bound by
-// the chain's latency, not by the FMA count (gelu, f32, in cache: 1.06 -> 0.92 ns per element).
+// vector lanes, a short row's copy as one masked block, and f16 conversions by F16C. f64 overloads defer to
+// <cmath>. Accuracy (f32): exp within 2 ulp; log within 1 ulp; erf within ~3e-7 relative (Taylor series below
+// 0.5, a rational-exponential erfc fit above); 1 + erf within 5e-7 relative near 0 and 1e-5 in the far
+// negative tail (the erfc fit throughout). Polynomials are in Estrin's form: a vectorized loop over these is
+// bound by the chain's latency, not by the FMA count (gelu, f32, in cache: 1.06 -> 0.92 ns per element).
 #pragma once
 
 #include <hwy/highway.h>
@@ -19,7 +19,7 @@
 
 #include "cake_prelude.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__BMI2__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -52,6 +52,61 @@ static inline void cake_copy_short_row(T* __restrict dst, const T* __restrict sr
 #endif
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
+
+// f16 <-> f32 by F16C's VCVTPH2PS / VCVTPS2PH (knob `f16c`). GCC 12 vectorizes no F16C conversion without
+// AVX512-FP16, so the two are OpenMP simd functions: the declarations tell the vectorizer that 16- and 8-lane
+// AVX-512 variants exist, and the definitions below supply them under the x86 vector function ABI's names
+// (_ZGVe: AVX-512; N: not in a branch; 16 / 8 lanes; v: one vector argument). A vectorized loop then makes
+// one call per 16 elements (add f16 M=127 N=1023: 70.6 -> 40.3 µs). GCC 12 does not if-convert a
+// loop with a call, so a loop whose conversions sit under a condition stays scalar: on by default only where
+// every statement is elementwise (simd_track.cpp).
+// The f16 operand travels as an int32_t: GCC makes no simd variant of a 16-bit argument. Elsewhere
+// (no AVX-512 or F16C, no OpenMP) the two are the prelude's branch-free forms, which round every number
+// the same (a NaN stays a NaN; its payload may differ).
+#if defined(__AVX512F__) && defined(__F16C__) && defined(_OPENMP)
+extern "C" {
+#pragma omp declare simd notinbranch simdlen(16)
+#pragma omp declare simd notinbranch simdlen(8)
+__attribute__((const, nothrow, leaf)) float cake_f16c_ld(int32_t h);
+#pragma omp declare simd notinbranch simdlen(16)
+#pragma omp declare simd notinbranch simdlen(8)
+__attribute__((const, nothrow, leaf)) int32_t cake_f16c_st(float f);
+}
+// Local to the kernel's object; `used` keeps the definitions the vectorizer's calls need.
+#define CAKE_F16C_DEF(ret, name, arg, asm_name) static __attribute__((used)) ret name(arg) __asm__(asm_name);
+CAKE_F16C_DEF(float, cake_f16c_ld_1, int32_t h, "cake_f16c_ld")
+CAKE_F16C_DEF(__m256, cake_f16c_ld_8, __m256i h, "_ZGVeN8v_cake_f16c_ld")
+CAKE_F16C_DEF(__m512, cake_f16c_ld_16, __m512i h, "_ZGVeN16v_cake_f16c_ld")
+CAKE_F16C_DEF(int32_t, cake_f16c_st_1, float f, "cake_f16c_st")
+CAKE_F16C_DEF(__m256i, cake_f16c_st_8, __m256 f, "_ZGVeN8v_cake_f16c_st")
+CAKE_F16C_DEF(__m512i, cake_f16c_st_16, __m512 f, "_ZGVeN16v_cake_f16c_st")
+#undef CAKE_F16C_DEF
+static float cake_f16c_ld_1(int32_t h) {
+  return _cvtsh_ss(static_cast<unsigned short>(h));
+}
+static __m256 cake_f16c_ld_8(__m256i h) {
+  return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(h));
+}
+static __m512 cake_f16c_ld_16(__m512i h) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+}
+static int32_t cake_f16c_st_1(float f) {
+  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+static __m256i cake_f16c_st_8(__m256 f) {
+  return _mm256_cvtepu16_epi32(_mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static __m512i cake_f16c_st_16(__m512 f) {
+  return _mm512_cvtepu16_epi32(_mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#else
+static inline float cake_f16c_ld(int32_t h) {
+  return cake_f16_to_f32(static_cast<uint16_t>(h));
+}
+static inline int32_t cake_f16c_st(float f) {
+  return cake_f32_to_f16(f);
+}
+#endif
 
 static inline void cake_set_error(int* err, int code) {
   __atomic_store_n(err, code, __ATOMIC_RELAXED);

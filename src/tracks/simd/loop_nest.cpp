@@ -39,6 +39,7 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.bf16_dot = k.has("bf16_dot") && k.boolean("bf16_dot");
   o.bf16_f32 = k.has("bf16_f32") && k.boolean("bf16_f32");
   o.f16_f32 = k.has("f16_f32") && k.boolean("f16_f32");
+  o.f16c = k.has("f16c") && k.boolean("f16c");
   o.plane = k.has("plane") && k.boolean("plane");
   return o;
 }
@@ -313,6 +314,9 @@ class Lowering {
   std::string wide_elements(const Expr& rd) const;
   bool overlaps_tail(int si) const;
   std::string access_linear(int id, const std::string& lin) const;
+  // The f16 conversions the kernel calls: F16C's, as simd functions (knob f16c), or the prelude's bit forms.
+  const char* f16_load() const { return o_.f16c ? "cake_f16c_ld" : "cake_f16_to_f32"; }
+  const char* f16_store() const { return o_.f16c ? "(uint16_t)cake_f16c_st" : "cake_f32_to_f16"; }
   std::string var_coefficient(const Expr& read, int slot) const;
   std::string emit_statement_body(int si, int prefix, const std::string& ind);
   std::string emit_statement_body_any(int si, int prefix, const std::string& ind);
@@ -543,7 +547,7 @@ std::string Lowering::access_linear(int id, const std::string& lin) const {
         case DType::f32:
           return fmt::format("(({}){}[{}])", real_, name, lin);
         case DType::f16:
-          return fmt::format("(({})cake_f16_to_f32({}[{}]))", real_, name, lin);
+          return fmt::format("(({}){}({}[{}]))", real_, f16_load(), name, lin);
         case DType::bf16:
           return fmt::format("(({})cake_bf16_to_f32({}[{}]))", real_, name, lin);
         default:
@@ -567,7 +571,7 @@ std::string Lowering::store(int id, const std::string& lin, const std::string& v
     case DType::f32:
       return fmt::format("{}[{}] = (float)({});", name, lin, value);
     case DType::f16:
-      return fmt::format("{}[{}] = cake_f32_to_f16((float)({}));", name, lin, value);
+      return fmt::format("{}[{}] = {}((float)({}));", name, lin, f16_store(), value);
     case DType::bf16:
       return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
     case DType::i8:
@@ -2919,8 +2923,8 @@ std::string Lowering::run(const std::string& header) {
       "<type_traits>\n#include <vector>\n\n#include <omp.h>\n\n";
   src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
   src += "// Loads and stores of the operator dtype, converting to and from the compute type R.\n";
-  const auto io_struct = [](const char* name, const char* src_t, const char* t, const char* ld,
-                            const char* st) {
+  const auto io_struct = [](const char* name, const char* src_t, const char* t, const std::string& ld,
+                            const std::string& st) {
     return fmt::format(
         "template <class R>\nstruct {} {{\n  using Src = {};\n  using T = {};\n"
         "  static inline R ld(const T* p, int64_t i) {{ return (R){}; }}\n"
@@ -2930,8 +2934,8 @@ std::string Lowering::run(const std::string& header) {
   src += io_struct("io_f32", "cake_gemm::src_f32", "float", "p[i]", "(float)v");
   src += io_struct("io_bf16", "cake_gemm::src_bf16", "uint16_t", "cake_bf16_to_f32(p[i])",
                    "cake_f32_to_bf16((float)v)");
-  src += io_struct("io_f16", "cake_gemm::src_f16", "uint16_t", "cake_f16_to_f32(p[i])",
-                   "cake_f32_to_f16((float)v)") +
+  src += io_struct("io_f16", "cake_gemm::src_f16", "uint16_t", fmt::format("{}(p[i])", f16_load()),
+                   fmt::format("{}((float)v)", f16_store())) +
          "\n";
   src +=
       "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";

@@ -58,6 +58,8 @@ struct LoopNestOptions {
   bool bf16_f32 = false;
   // The f16 instantiation the same, where the contract sums nothing (knob f16_f32).
   bool f16_f32 = false;
+  // f16 loads and stores convert with F16C's instructions, as OpenMP simd functions (knob f16c).
+  bool f16c = false;
   // A window reduction over the last two axes (depthwise convolution, pooling) packs each plane of its
   // window once into phase planes and takes each tap as one contiguous update of a block of outputs held
   // in registers, where enough taps and rows pay for the packing.

@@ -75,6 +75,14 @@ bool sums(const CheckedContract& c) {
   });
 }
 
+// Whether every statement is elementwise: no reduction of any kind, nothing accumulated.
+bool elementwise(const CheckedContract& c) {
+  return std::none_of(c.contract.compute.begin(), c.contract.compute.end(), [](const te::Stmt& s) {
+    return s.accumulate ||
+           te::any_of(*s.rhs, [](const te::Expr& e) { return e.kind == te::ExprKind::Reduce; });
+  });
+}
+
 class SimdTrack final : public Track {
  public:
   std::string_view name() const override { return "simd"; }
@@ -147,6 +155,16 @@ class SimdTrack final : public Track {
     // magnifies it 2^14-fold. rope f16 B=2 E=64 H=1 S=2048: 458 -> 344 µs (compute=f64 -> f32).
     if (c.contract.has_dtype(DType::f16) && rounds_floats(c) && !sums(c)) {
       k.add_bool("f16_f32", true, "the f16 instantiation computes in f32, whatever `compute` says");
+    }
+    // On where every statement is elementwise: add's f16 cases 0.55-0.71x, cast's 0.41-0.97x, rope's
+    // 0.63-0.77x but for two cases of under 6 µs (`cake eval --threads 1`, five alternations). A reduction's
+    // loops hold reads under a condition (a lane reduction's last block, argmax's unrolled rows), which a
+    // call keeps from vectorizing (cake_math.h): reduce_sum f16 D=1000 N=127 1.39x, quantize_int8 f16
+    // D=127 N=4096 1.55x; there the evolution search may still turn it on (class P).
+    if (m.isa.avx512f && c.contract.has_dtype(DType::f16)) {
+      k.add_bool("f16c", elementwise(c),
+                 "the f16 instantiation's loads and stores convert with F16C's instructions (a vector "
+                 "call per 16 elements) instead of the branch-free bit forms");
     }
     // Sums in f32 as the bf16 instantiation's are by default (bf16_f32), with twice the multiply-adds per
     // instruction; the validation cases check its rounding.

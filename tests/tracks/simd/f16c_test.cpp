@@ -1,0 +1,188 @@
+// The simd track's F16C conversions (knob f16c, cake_math.h): with them, the f16 instantiation's stores give
+// core's exact f32 -> f16 rounding (cast over a sweep of f32 bit patterns) and its loads core's exact
+// f16 -> f32 (add over every f16 bit pattern; reduce_sum's f64 sums on small integers), on the 16- and
+// 8-lane vector variants and the scalar one alike; the vectorized loops do call the 16-lane variants; and the
+// knob is on by default only where every statement is elementwise.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "build/kernel.h"
+#include "contract/contract.h"
+#include "core/dtype.h"
+#include "kernel_pair.h"
+
+namespace cake {
+namespace {
+
+namespace fs = std::filesystem;
+
+CheckedContract bench_op(const std::string& name) {
+  return load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (name + ".yaml")).string());
+}
+
+// The kernel's size parameters, in the contract's order, from their values by name.
+std::vector<double> sizes(const CheckedContract& c, const std::map<std::string, int64_t>& by_name) {
+  std::vector<double> p;
+  for (const SizeInfo& z : c.sizes) p.push_back(static_cast<double>(by_name.at(z.name)));
+  return p;
+}
+
+bool has_f16c() {
+  return target::describe_machine().isa.avx512f;  // the knob is offered only there
+}
+
+build::BuildResult built(const CheckedContract& c, bool f16c) {
+  std::string source;
+  build::BuildResult r = testing_simd::lower_and_build(c, {{"f16c", f16c ? "true" : "false"}}, &source);
+  EXPECT_TRUE(r.ok()) << r.failure << "\n" << r.log;
+  EXPECT_EQ(
+      source.find("cake_f16c_ld") != std::string::npos || source.find("cake_f16c_st") != std::string::npos,
+      f16c);
+  return r;
+}
+
+// Equal as f16 values: the same bits, or both NaN.
+bool same_half(uint16_t got, uint16_t want) {
+  const bool nan_got = (got & 0x7fffu) > 0x7c00u, nan_want = (want & 0x7fffu) > 0x7c00u;
+  return nan_got || nan_want ? nan_got && nan_want : got == want;
+}
+
+// f32 bit patterns: every exponent of both signs with random mantissas, ties and near-ties of f16's
+// rounding, f16's subnormal range, the overflow boundary, infinities and NaNs.
+std::vector<float> f32_sweep(int64_t n) {
+  std::mt19937 rng(11);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u = rng();
+    switch (i % 4) {
+      case 0:
+        break;  // anything
+      case 1:
+        u = (u & 0x807fffffu) | ((100u + u % 60u) << 23);  // f16's exponent range and just outside it
+        break;
+      case 2:
+        u = (u & 0xffffe000u) | (rng() % 2 ? 0x1000u : 0x0fffu);  // a tie or just below one
+        break;
+      default:
+        u = (u & 0x80000000u) | (0x477fe000u + rng() % 0x4000u);  // around 65504 and 65520
+    }
+    v[static_cast<size_t>(i)] = std::bit_cast<float>(u);
+  }
+  return v;
+}
+
+TEST(F16c, StoresRoundAsCoreDoes) {
+  if (!has_f16c()) GTEST_SKIP() << "no AVX-512 here: the knob is not offered";
+  const CheckedContract c = bench_op("cast");
+  const build::BuildResult r = built(c, true);
+  ASSERT_TRUE(r.ok());
+  const build::Kernel k(r.library);
+  // Rows of 1000 (62 vectors of 16 and a tail of 8) and of 7 (the scalar variant).
+  for (const auto& [rows, cols] : std::array<std::pair<int64_t, int64_t>, 2>{{{1024, 1000}, {3, 7}}}) {
+    const std::vector<float> x = f32_sweep(rows * cols);
+    std::vector<Tensor> in, out;
+    in.emplace_back(DType::f32, Shape{rows, cols});
+    std::memcpy(in[0].data(), x.data(), x.size() * sizeof(float));
+    out.emplace_back(DType::f16, Shape{rows, cols});
+    ASSERT_EQ(k.run(in, out, sizes(c, {{"N", rows}, {"D", cols}})), 0);
+    const auto* y = static_cast<const uint16_t*>(out[0].data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(same_half(y[i], f32_to_f16_bits(x[i])))
+          << "x bits " << std::bit_cast<uint32_t>(x[i]) << ": got " << y[i] << ", core "
+          << f32_to_f16_bits(x[i]);
+    }
+  }
+}
+
+TEST(F16c, LoadsConvertEveryHalfAsCoreDoes) {
+  if (!has_f16c()) GTEST_SKIP() << "no AVX-512 here: the knob is not offered";
+  const CheckedContract c = bench_op("add");
+  const build::BuildResult r = built(c, true);
+  ASSERT_TRUE(r.ok());
+  const build::Kernel k(r.library);
+  // z = x + y with x every f16 bit pattern, y [N] a row of random ones; add computes f16 in f32 (f16_f32).
+  const int64_t m = 64, n = 1024;
+  std::mt19937 rng(3);
+  std::vector<Tensor> in, out;
+  in.emplace_back(DType::f16, Shape{m, n});
+  in.emplace_back(DType::f16, Shape{n});
+  auto* x = static_cast<uint16_t*>(in[0].data());
+  auto* y = static_cast<uint16_t*>(in[1].data());
+  for (int64_t i = 0; i < m * n; ++i) x[i] = static_cast<uint16_t>(i);
+  for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint16_t>(rng());
+  out.emplace_back(DType::f16, Shape{m, n});
+  ASSERT_EQ(k.run(in, out, sizes(c, {{"M", m}, {"N", n}})), 0);
+  const auto* z = static_cast<const uint16_t*>(out[0].data());
+  for (int64_t i = 0; i < m * n; ++i) {
+    const uint16_t want = f32_to_f16_bits(f16_bits_to_f32(x[i]) + f16_bits_to_f32(y[i % n]));
+    ASSERT_TRUE(same_half(z[i], want))
+        << "x " << x[i] << " + y " << y[i % n] << ": got " << z[i] << ", core " << want;
+  }
+}
+
+// reduce_sum sums f16 in f64 (acc): its loops of eight f64 lanes call the 8-lane load variant. On
+// small-integer inputs every order of the sums gives the same bits, with or without F16C.
+TEST(F16c, ReductionsReadAsTheBitFormsDo) {
+  if (!has_f16c()) GTEST_SKIP() << "no AVX-512 here: the knob is not offered";
+  const CheckedContract c = bench_op("reduce_sum");
+  const build::BuildResult on = built(c, true), off = built(c, false);
+  ASSERT_TRUE(on.ok() && off.ok());
+  const build::Kernel a(on.library), b(off.library);
+  for (const auto& [n, d] :
+       std::array<std::pair<int64_t, int64_t>, 4>{{{1, 7}, {3, 100}, {127, 1000}, {5, 4099}}}) {
+    const cases::Case k = cases::make_case(c, {{"N", n}, {"D", d}}, DType::f16);
+    EXPECT_EQ(testing_simd::first_exact_difference(a, b, c, k), "");
+  }
+}
+
+// Calls to the 16-lane load variant in the library's disassembly (objdump; -1 where it cannot run).
+int vector_calls(const fs::path& library) {
+  const std::string cmd = "objdump -d --no-show-raw-insn '" + library.string() + "' 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return -1;
+  int lines = 0, calls = 0;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p.get())) {
+    const std::string line = buf.data();
+    ++lines;
+    if (line.find("call") != std::string::npos && line.find("<_ZGVeN16v_cake_f16c_ld>") != std::string::npos)
+      ++calls;
+  }
+  return lines == 0 ? -1 : calls;
+}
+
+TEST(F16c, VectorizedLoopsCallTheSixteenLaneVariant) {
+  if (!has_f16c()) GTEST_SKIP() << "no AVX-512 here: the knob is not offered";
+  const CheckedContract c = bench_op("add");
+  const build::BuildResult on = built(c, true), off = built(c, false);
+  ASSERT_TRUE(on.ok() && off.ok());
+  const int calls = vector_calls(on.library);
+  if (calls < 0) GTEST_SKIP() << "objdump did not run";
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(vector_calls(off.library), 0);
+  // Only contracts with an f16 instantiation have the knob.
+  const auto knobs = [](const std::string& op) {
+    return tracks::find_track("simd")->knobs(bench_op(op), target::describe_machine());
+  };
+  // On by default where every statement is elementwise; offered only with an f16 instantiation.
+  EXPECT_TRUE(knobs("add").defaults().boolean("f16c"));
+  EXPECT_TRUE(knobs("rope").defaults().boolean("f16c"));
+  EXPECT_FALSE(knobs("reduce_sum").defaults().boolean("f16c"));
+  EXPECT_FALSE(knobs("argmax").defaults().boolean("f16c"));
+  EXPECT_EQ(knobs("gelu").find("f16c"), nullptr);
+}
+
+}  // namespace
+}  // namespace cake
