@@ -1,8 +1,9 @@
 // The simd track's F16C conversions (knob f16c, cake_math.h): with them, the f16 instantiation's stores give
 // core's exact f32 -> f16 rounding (cast over a sweep of f32 bit patterns) and its loads core's exact
-// f16 -> f32 (add over every f16 bit pattern; reduce_sum's f64 sums on small integers), on the 16- and
-// 8-lane vector variants and the scalar one alike; the vectorized loops do call the 16-lane variants; and the
-// knob is on by default only where every statement is elementwise.
+// f16 -> f32 (add over every f16 bit pattern; reduce_sum's f64 sums and quantize_int8's max against the
+// kernels without the knob), on the 16- and 8-lane vector variants and the scalar one alike; the vectorized
+// loops do call the 16-lane variants; and the knob is on by default only where every statement is
+// elementwise.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -133,17 +134,26 @@ TEST(F16c, LoadsConvertEveryHalfAsCoreDoes) {
 }
 
 // reduce_sum sums f16 in f64 (acc): its loops of eight f64 lanes call the 8-lane load variant. On
-// small-integer inputs every order of the sums gives the same bits, with or without F16C.
-TEST(F16c, ReductionsReadAsTheBitFormsDo) {
+// small-integer inputs every order of reduce_sum's sums gives the same bits, and quantize_int8's max is
+// exact, so with the knob both match the kernel without it bit for bit, NaNs and -infs included, in every
+// dtype (the knob changes only the f16 I/O).
+TEST(F16c, ReductionsMatchTheBitForms) {
   if (!has_f16c()) GTEST_SKIP() << "no AVX-512 here: the knob is not offered";
-  const CheckedContract c = bench_op("reduce_sum");
-  const build::BuildResult on = built(c, true), off = built(c, false);
-  ASSERT_TRUE(on.ok() && off.ok());
-  const build::Kernel a(on.library), b(off.library);
-  for (const auto& [n, d] :
-       std::array<std::pair<int64_t, int64_t>, 4>{{{1, 7}, {3, 100}, {127, 1000}, {5, 4099}}}) {
-    const cases::Case k = cases::make_case(c, {{"N", n}, {"D", d}}, DType::f16);
-    EXPECT_EQ(testing_simd::first_exact_difference(a, b, c, k), "");
+  for (const std::string op : {"reduce_sum", "quantize_int8"}) {
+    const CheckedContract c = bench_op(op);
+    const build::BuildResult on = built(c, true), off = built(c, false);
+    ASSERT_TRUE(on.ok() && off.ok());
+    const build::Kernel a(on.library), b(off.library);
+    for (const DType t : {DType::f16, DType::f32, DType::bf16}) {
+      for (const auto& [n, d] :
+           std::array<std::pair<int64_t, int64_t>, 4>{{{1, 7}, {3, 100}, {127, 1000}, {5, 4099}}}) {
+        const cases::Case k = cases::make_case(c, {{"N", n}, {"D", d}}, t);
+        EXPECT_EQ(op == "reduce_sum" ? testing_simd::first_exact_difference(a, b, c, k)
+                                     : testing_simd::first_difference(a, b, c, k),
+                  "")
+            << op;
+      }
+    }
   }
 }
 
