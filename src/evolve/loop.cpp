@@ -355,22 +355,6 @@ const Variant* first_seed(const std::vector<Variant>& all) {
   return it != all.end() && it->round == 0 ? &*it : nullptr;
 }
 
-// The repeat of median mean efficiency (the lower middle of an even count); null when a repeat did not
-// pass every case.
-json median_evaluation(const std::vector<json>& repeats) {
-  std::vector<const json*> order;
-  for (const json& e : repeats) {
-    const int total = e.value("total", 0);
-    if (!e.value("ok", false) || total == 0 || e.value("passed", 0) != total) return nullptr;
-    order.push_back(&e);
-  }
-  if (order.empty()) return nullptr;
-  std::sort(order.begin(), order.end(), [](const json* a, const json* b) {
-    return a->value("mean_efficiency", 0.0) < b->value("mean_efficiency", 0.0);
-  });
-  return *order[(order.size() - 1) / 2];
-}
-
 // NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves of nlohmann::json members
 struct Confirmed {
   int64_t delivered = 0;  // variant id
@@ -412,9 +396,7 @@ std::optional<Confirmed> confirm(skills::Session& s, const std::string& file, in
   Confirmed c;
   c.seed = median_evaluation(timed[0]);
   c.best = median_evaluation(timed[1]);
-  const bool best_wins =
-      !c.best.is_null() &&
-      (c.seed.is_null() || c.best["mean_efficiency"].get<double>() > c.seed["mean_efficiency"].get<double>());
+  const bool best_wins = delivers_best(c.seed, c.best);
   c.delivered = best_wins ? best.id : seed->id;
   c.record = {{"repeats", repeats},
               {"seed", efficiencies[0]},
@@ -543,6 +525,28 @@ EvolveResult run_rounds(skills::Session& s, const std::string& file, int64_t run
 }
 
 }  // namespace
+
+// The repeat of median mean efficiency (the lower middle of an even count); null when a repeat did not
+// pass every case.
+json median_evaluation(const std::vector<json>& repeats) {
+  std::vector<const json*> order;
+  for (const json& e : repeats) {
+    const int total = e.value("total", 0);
+    if (!e.value("ok", false) || total == 0 || e.value("passed", 0) != total) return nullptr;
+    order.push_back(&e);
+  }
+  if (order.empty()) return nullptr;
+  std::sort(order.begin(), order.end(), [](const json* a, const json* b) {
+    return a->value("mean_efficiency", 0.0) < b->value("mean_efficiency", 0.0);
+  });
+  return *order[(order.size() - 1) / 2];
+}
+
+bool delivers_best(const json& seed_median, const json& best_median) {
+  if (best_median.is_null()) return false;
+  return seed_median.is_null() ||
+         best_median["mean_efficiency"].get<double>() > seed_median["mean_efficiency"].get<double>();
+}
 
 tracks::Artifact variant_artifact(skills::Session& s, const CheckedContract& c, const std::string& track,
                                   const json& knobs) {

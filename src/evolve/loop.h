@@ -92,6 +92,14 @@ struct Evolved {
 };
 std::optional<Evolved> latest_evolved(store::Store& db, const std::string& contract_hash);
 
+// The stop's re-timing (EvolveOptions::confirm): of one side's repeated evaluations, the one of median mean
+// efficiency (the lower middle of an even count); null when a repeat did not pass every case.
+nlohmann::json median_evaluation(const std::vector<nlohmann::json>& repeats);
+// Whether the stop delivers the best rather than the seed, given each side's median_evaluation: only if the
+// best's mean efficiency beats the seed's (a tie keeps the seed); never when the best's re-timing failed,
+// always when only the seed's did.
+bool delivers_best(const nlohmann::json& seed_median, const nlohmann::json& best_median);
+
 // A variant's artifact, ready to build: its track's lowering, or for a composite both parts' lowerings.
 tracks::Artifact variant_artifact(skills::Session& s, const CheckedContract& c, const std::string& track,
                                   const nlohmann::json& knobs);

@@ -177,6 +177,26 @@ TEST_F(EvolveTest, TheStopTimesTheBestAndTheSeedAgainAndDeliversTheFaster) {
   EXPECT_EQ(seed_won->knobs["vectorize"], "false");
 }
 
+// The stop's choice on made-up evaluations: the timed test above takes whichever branch the machine gives
+// it (almost always the best), so the seed's branches, ties and failed re-timings are checked here.
+TEST(EvolveConfirmation, TheMedianAndTheChoice) {
+  const auto ev = [](double efficiency, int passed = 4) {
+    return json{{"ok", true}, {"passed", passed}, {"total", 4}, {"mean_efficiency", efficiency}};
+  };
+  const auto eff = [](const json& e) { return e["mean_efficiency"].get<double>(); };
+  EXPECT_DOUBLE_EQ(eff(evolve::median_evaluation({ev(0.3), ev(0.1), ev(0.2)})), 0.2);
+  EXPECT_DOUBLE_EQ(eff(evolve::median_evaluation({ev(0.4), ev(0.1), ev(0.3), ev(0.2)})),
+                   0.2);  // lower middle
+  EXPECT_TRUE(evolve::median_evaluation({ev(0.3), ev(0.9, 3)}).is_null()) << "a repeat failed a case";
+  EXPECT_TRUE(evolve::median_evaluation({ev(0.3), json{{"ok", false}}}).is_null());
+  EXPECT_TRUE(evolve::median_evaluation({}).is_null());
+  EXPECT_TRUE(evolve::delivers_best(ev(0.2), ev(0.3)));
+  EXPECT_FALSE(evolve::delivers_best(ev(0.3), ev(0.2)));
+  EXPECT_FALSE(evolve::delivers_best(ev(0.3), ev(0.3))) << "a tie keeps the seed";
+  EXPECT_FALSE(evolve::delivers_best(ev(0.3), nullptr)) << "the best's re-timing failed";
+  EXPECT_TRUE(evolve::delivers_best(nullptr, ev(0.1))) << "only the seed's re-timing failed";
+}
+
 TEST_F(EvolveTest, AVariantThatFitsOnlyTheStandardCasesFailsValidation) {
   store::Store db(path_);
   skills::Session s = session(db);
