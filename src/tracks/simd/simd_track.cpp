@@ -78,8 +78,7 @@ bool sums(const CheckedContract& c) {
 // Whether every statement is elementwise: no reduction of any kind, nothing accumulated.
 bool elementwise(const CheckedContract& c) {
   return std::none_of(c.contract.compute.begin(), c.contract.compute.end(), [](const te::Stmt& s) {
-    return s.accumulate ||
-           te::any_of(*s.rhs, [](const te::Expr& e) { return e.kind == te::ExprKind::Reduce; });
+    return s.accumulate || te::contains(*s.rhs, te::ExprKind::Reduce);
   });
 }
 
