@@ -398,9 +398,14 @@ std::optional<Confirmed> confirm(skills::Session& s, const std::string& file, in
   c.best = median_evaluation(timed[1]);
   const bool best_wins = delivers_best(c.seed, c.best);
   c.delivered = best_wins ? best.id : seed->id;
+  const auto efficiency = [](const json& median) {
+    return median.is_null() ? json(nullptr) : json(median.value("mean_efficiency", 0.0));
+  };
   c.record = {{"repeats", repeats},
               {"seed", efficiencies[0]},
               {"best", efficiencies[1]},
+              {"seed_median", efficiency(c.seed)},
+              {"best_median", efficiency(c.best)},
               {"delivered", best_wins ? "best" : "seed"}};
   const json& won = best_wins ? c.best : c.seed;
   auto q = s.db.prepare(

@@ -70,8 +70,9 @@ struct EvolveResult {
   // with `evaluation` in one run, on the same machine state, not with generation's earlier timing; the
   // confirmation's median where there is one, else round 0's timing.
   nlohmann::json seed_evaluation;
-  // {"repeats", "seed", "best" (each's mean efficiencies in the order timed), "delivered": "best" | "seed"};
-  // null where nothing was confirmed (confirm = 0, the seed was the best, or the seed failed).
+  // {"repeats", "seed", "best" (each's mean efficiencies in the order timed), "seed_median", "best_median"
+  // (the mean efficiency of each's median_evaluation; null where a repeat failed), "delivered": "best" |
+  // "seed"}; null where nothing was confirmed (confirm = 0, the seed was the best, or the seed failed).
   nlohmann::json confirmation;
 };
 

@@ -412,16 +412,17 @@ TEST(DeliverReport, RendersWhatIsThereAndNeverThrows) {
   EXPECT_EQ(deliver::roofline_point_count(json::object()), 0);
   EXPECT_NE(deliver::render_roofline_svg(json::object()).find("no timed cases"), std::string::npos);
 
-  const json odd = {{"operator", 7},
-                    {"score", "high"},
-                    {"cases",
-                     {{{"id", "a|b"}, {"flops", "many"}, {"t_cand_s", -1}},
-                      3,
-                      {{"id", "c"}, {"flops", 10}, {"bytes", 0}, {"t_cand_s", 1}}}},
-                    {"machine", "fast"},
-                    {"routing", {1, 2}},
-                    {"evolution", {{{"round", "x"}}}},
-                    {"evolution_confirmation", {{"repeats", "many"}, {"best", 3}, {"seed", {nullptr}}}}};
+  const json odd = {
+      {"operator", 7},
+      {"score", "high"},
+      {"cases",
+       {{{"id", "a|b"}, {"flops", "many"}, {"t_cand_s", -1}},
+        3,
+        {{"id", "c"}, {"flops", 10}, {"bytes", 0}, {"t_cand_s", 1}}}},
+      {"machine", "fast"},
+      {"routing", {1, 2}},
+      {"evolution", {{{"round", "x"}}}},
+      {"evolution_confirmation", {{"repeats", "many"}, {"best_median", 3}, {"seed_median", nullptr}}}};
   std::string md;
   ASSERT_NO_THROW(md = deliver::render_report_md(odd));
   EXPECT_NE(md.find("| a\\|b |"), std::string::npos) << md;  // pipes in cells are escaped

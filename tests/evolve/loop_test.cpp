@@ -142,6 +142,8 @@ TEST_F(EvolveTest, TheStopTimesTheBestAndTheSeedAgainAndDeliversTheFaster) {
   ASSERT_EQ(r.confirmation["best"].size(), 3u);
   const double seed = median(r.confirmation["seed"]), best = median(r.confirmation["best"]);
   const bool best_wins = best > seed;
+  EXPECT_DOUBLE_EQ(r.confirmation["seed_median"].get<double>(), seed);  // what the report prints
+  EXPECT_DOUBLE_EQ(r.confirmation["best_median"].get<double>(), best);
   EXPECT_EQ(r.confirmation["delivered"], best_wins ? "best" : "seed");
   EXPECT_EQ(r.knobs["vectorize"], best_wins ? "true" : "false");
   // The before and the after are the medians of the re-timing, not round 0's single timings.
