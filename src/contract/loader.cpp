@@ -38,16 +38,18 @@ class Loader {
       fail_at(c_.file, {e.mark.line + 1, e.mark.column + 1}, "malformed YAML: " + e.msg,
               "check indentation and that every '{' or '[' is closed");
     }
-    if (!root.IsMap()) fail_at(c_.file, pos(root), "a contract is a YAML mapping of keys (name, dtypes, inputs, ...)");
-    static const std::set<std::string> known = {"name",  "level",   "summary",     "dtypes",  "inputs",
-                                                "outputs", "params", "sizes",      "constraints", "compute",
-                                                "cases", "limits",  "baseline"};
+    if (!root.IsMap())
+      fail_at(c_.file, pos(root), "a contract is a YAML mapping of keys (name, dtypes, inputs, ...)");
+    static const std::set<std::string> known = {"name",    "level",  "summary", "dtypes",      "inputs",
+                                                "outputs", "params", "sizes",   "constraints", "compute",
+                                                "cases",   "limits", "baseline"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       std::string k = scalar(it->first, "a key");
       if (!known.count(k))
-        fail_at(c_.file, pos(it->first), "unknown key '" + k + "'",
-                "keys are name level summary dtypes inputs outputs params sizes constraints compute cases limits "
-                "baseline");
+        fail_at(
+            c_.file, pos(it->first), "unknown key '" + k + "'",
+            "keys are name level summary dtypes inputs outputs params sizes constraints compute cases limits "
+            "baseline");
     }
     c_.name = scalar(required(root, "name"), "the operator name");
     if (!valid_name(c_.name))
@@ -103,7 +105,8 @@ class Loader {
       if (ch == '\0') fail_at(c_.file, {line, col}, "NUL byte in contract", "a contract is a text file");
       if (ch == '[' || ch == '{') {
         if (++depth > kMaxYamlNesting)
-          fail_at(c_.file, {line, col}, "brackets nested more than 32 deep", "a contract needs only a few levels");
+          fail_at(c_.file, {line, col}, "brackets nested more than 32 deep",
+                  "a contract needs only a few levels");
       } else if ((ch == ']' || ch == '}') && depth > 0) {
         --depth;
       }
@@ -119,7 +122,8 @@ class Loader {
   static bool valid_name(const std::string& s) {
     if (s.empty() || !(std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
     return std::all_of(s.begin(), s.end(), [](char ch) {
-      return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
+      return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) ||
+             ch == '_';
     });
   }
   static bool valid_ident(const std::string& s) {
@@ -247,16 +251,17 @@ class Loader {
     for (const auto& d : n) {
       std::string s = scalar(d, "a dtype");
       auto t = parse_dtype(s);
-      if (!t) fail_at(c_.file, pos(d), "unknown dtype '" + s + "'", "dtypes are f32 f16 bf16 i32 i64 i8 bool");
-      if (c_.has_dtype(*t))
-        fail_at(c_.file, pos(d), "dtype '" + s + "' listed twice");
+      if (!t)
+        fail_at(c_.file, pos(d), "unknown dtype '" + s + "'", "dtypes are f32 f16 bf16 i32 i64 i8 bool");
+      if (c_.has_dtype(*t)) fail_at(c_.file, pos(d), "dtype '" + s + "' listed twice");
       c_.dtypes.push_back(*t);
     }
   }
 
   void tensors(const YAML::Node& n, std::vector<TensorDecl>& out, const char* key) {
     if (!n.IsMap() || n.size() == 0)
-      fail_at(c_.file, pos(n), std::string(key) + " must map tensor names to shapes", "inputs: { x: [N, D] }");
+      fail_at(c_.file, pos(n), std::string(key) + " must map tensor names to shapes",
+              "inputs: { x: [N, D] }");
     for (auto it = n.begin(); it != n.end(); ++it) {
       TensorDecl t;
       t.name = scalar(it->first, "a tensor name");
@@ -271,13 +276,15 @@ class Loader {
         if (!sp.dtype.empty()) {
           auto dt = parse_dtype(sp.dtype);
           if (!dt)
-            fail_at(c_.file, sp.dtype_pos, "unknown dtype '" + sp.dtype + "' in the shape of '" + t.name + "'",
+            fail_at(c_.file, sp.dtype_pos,
+                    "unknown dtype '" + sp.dtype + "' in the shape of '" + t.name + "'",
                     "dtypes are f32 f16 bf16 i32 i64 i8 bool");
           t.fixed_dtype = dt;
         }
         t.dims = std::move(sp.dims);
       } else {
-        fail_at(c_.file, pos(v), "the shape of '" + t.name + "' must be a list like [N, D] or a string like i32[N]");
+        fail_at(c_.file, pos(v),
+                "the shape of '" + t.name + "' must be a list like [N, D] or a string like i32[N]");
       }
       if (t.dims.size() > 8)
         fail_at(c_.file, t.pos, "tensor '" + t.name + "' has rank " + std::to_string(t.dims.size()),
@@ -299,7 +306,8 @@ class Loader {
   }
 
   void sizes(const YAML::Node& n) {
-    if (!n.IsMap()) fail_at(c_.file, pos(n), "sizes must map names to expressions", "sizes: { Ho: (H - R) / S + 1 }");
+    if (!n.IsMap())
+      fail_at(c_.file, pos(n), "sizes must map names to expressions", "sizes: { Ho: (H - R) / S + 1 }");
     for (auto it = n.begin(); it != n.end(); ++it) {
       if (swallowed(it->first)) continue;
       SizeDef s;
@@ -312,7 +320,8 @@ class Loader {
   }
 
   void constraints(const YAML::Node& n) {
-    if (!n.IsSequence()) fail_at(c_.file, pos(n), "constraints must be a list of conditions", "constraints: [H >= R]");
+    if (!n.IsSequence())
+      fail_at(c_.file, pos(n), "constraints must be a list of conditions", "constraints: [H >= R]");
     for (const auto& e : n)
       if (!swallowed(e)) c_.constraints.push_back(expression(e, "a constraint"));
   }
@@ -324,12 +333,14 @@ class Loader {
     if (c_.compute.empty()) fail_at(c_.file, pos(n), "compute defines nothing", "write y[i] = f(x[i])");
   }
 
-  void case_set(const YAML::Node& n, CaseSetRule& r, const char* set, int default_count, uint64_t default_seed) {
+  void case_set(const YAML::Node& n, CaseSetRule& r, const char* set, int default_count,
+                uint64_t default_seed) {
     r.count = default_count;
     r.seed = default_seed;
     if (!n) return;  // absent: defaults (a missing node has no mark)
     r.pos = pos(n);
-    if (!n.IsMap()) fail_at(c_.file, pos(n), std::string(set) + " must be a mapping", "{ count: 20, shapes: {...} }");
+    if (!n.IsMap())
+      fail_at(c_.file, pos(n), std::string(set) + " must be a mapping", "{ count: 20, shapes: {...} }");
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string k = scalar(it->first, "a key");
       if (k != "count" && k != "seed" && k != "shapes")
@@ -337,20 +348,23 @@ class Loader {
     }
     if (n["count"]) {
       int64_t cnt = integer(n["count"], "count");
-      if (cnt < 1 || cnt > 10000) fail_at(c_.file, pos(n["count"]), "count must be 1..10000, found " + std::to_string(cnt));
+      if (cnt < 1 || cnt > 10000)
+        fail_at(c_.file, pos(n["count"]), "count must be 1..10000, found " + std::to_string(cnt));
       r.count = static_cast<int>(cnt);
     }
     if (n["seed"]) r.seed = static_cast<uint64_t>(integer(n["seed"], "seed"));
     YAML::Node shapes = n["shapes"];
     if (!shapes) return;
-    if (!shapes.IsMap()) fail_at(c_.file, pos(shapes), "shapes must map size symbols to values", "shapes: { N: [1, 64] }");
+    if (!shapes.IsMap())
+      fail_at(c_.file, pos(shapes), "shapes must map size symbols to values", "shapes: { N: [1, 64] }");
     for (auto it = shapes.begin(); it != shapes.end(); ++it) {
       ShapeRule sr;
       sr.symbol = scalar(it->first, "a size symbol");
       sr.pos = pos(it->first);
       YAML::Node v = it->second;  // a copy: it->second is a temporary
       if (v.IsSequence()) {
-        if (v.size() == 0) fail_at(c_.file, pos(v), "no values for '" + sr.symbol + "'", "give at least one value");
+        if (v.size() == 0)
+          fail_at(c_.file, pos(v), "no values for '" + sr.symbol + "'", "give at least one value");
         for (const auto& x : v) sr.values.push_back(integer(x, "a value of '" + sr.symbol + "'"));
       } else if (v.IsScalar() && v.Scalar().find("..") != std::string::npos) {
         std::string s = v.Scalar();
@@ -361,7 +375,8 @@ class Loader {
         sr.lo = std::strtoll(a.c_str(), &e1, 10);
         sr.hi = std::strtoll(b.c_str(), &e2, 10);
         if (a.empty() || b.empty() || *e1 || *e2)
-          fail_at(c_.file, pos(v), "malformed range '" + s + "' for '" + sr.symbol + "'", "write lo..hi, as in 1..8192");
+          fail_at(c_.file, pos(v), "malformed range '" + s + "' for '" + sr.symbol + "'",
+                  "write lo..hi, as in 1..8192");
         if (sr.lo > sr.hi) fail_at(c_.file, pos(v), "empty range '" + s + "' for '" + sr.symbol + "'");
         sr.is_range = true;
       } else {
@@ -370,7 +385,8 @@ class Loader {
       int64_t lo = sr.is_range ? sr.lo : *std::min_element(sr.values.begin(), sr.values.end());
       int64_t hi = sr.is_range ? sr.hi : *std::max_element(sr.values.begin(), sr.values.end());
       if (lo < 0 || hi > (int64_t(1) << 40))
-        fail_at(c_.file, pos(v), "values of '" + sr.symbol + "' must lie in 0..2^40", "sizes are non-negative");
+        fail_at(c_.file, pos(v), "values of '" + sr.symbol + "' must lie in 0..2^40",
+                "sizes are non-negative");
       for (const auto& prev : r.shapes)
         if (prev.symbol == sr.symbol) fail_at(c_.file, sr.pos, "'" + sr.symbol + "' given twice");
       r.shapes.push_back(std::move(sr));
@@ -378,18 +394,22 @@ class Loader {
   }
 
   void cases(const YAML::Node& n) {
-    if (!n.IsMap()) fail_at(c_.file, pos(n), "cases must be a mapping", "cases: { standard: {...}, hidden: {...} }");
+    if (!n.IsMap())
+      fail_at(c_.file, pos(n), "cases must be a mapping", "cases: { standard: {...}, hidden: {...} }");
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string k = scalar(it->first, "a key");
       if (k != "standard" && k != "hidden" && k != "values")
-        fail_at(c_.file, pos(it->first), "unknown key '" + k + "' in cases", "keys are standard, hidden, values");
+        fail_at(c_.file, pos(it->first), "unknown key '" + k + "' in cases",
+                "keys are standard, hidden, values");
     }
-    if (!n["standard"]) fail_at(c_.file, pos(n), "missing 'standard' in cases", "cases: { standard: { shapes: ... } }");
+    if (!n["standard"])
+      fail_at(c_.file, pos(n), "missing 'standard' in cases", "cases: { standard: { shapes: ... } }");
     case_set(n["standard"], c_.standard, "standard", 20, 0);
     case_set(n["hidden"], c_.hidden, "hidden", 80, 1);
     YAML::Node v = n["values"];
     if (!v) return;
-    if (!v.IsMap()) fail_at(c_.file, pos(v), "values must map inputs to distributions", "values: { x: normal(0, 1) }");
+    if (!v.IsMap())
+      fail_at(c_.file, pos(v), "values must map inputs to distributions", "values: { x: normal(0, 1) }");
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (swallowed(it->first)) continue;
       ValueRule r;
@@ -397,9 +417,15 @@ class Loader {
       r.pos = pos(it->first);
       std::string text = expression_text(it->second, "a distribution");
       te::Application a = te::parse_application(text, scalar_map(it->second));
-      struct D { const char* name; Distribution d; size_t arity; };
-      static const D kDists[] = {{"normal", Distribution::Normal, 2},   {"uniform", Distribution::Uniform, 2},
-                                 {"randint", Distribution::RandInt, 2}, {"bernoulli", Distribution::Bernoulli, 1},
+      struct D {
+        const char* name;
+        Distribution d;
+        size_t arity;
+      };
+      static const D kDists[] = {{"normal", Distribution::Normal, 2},
+                                 {"uniform", Distribution::Uniform, 2},
+                                 {"randint", Distribution::RandInt, 2},
+                                 {"bernoulli", Distribution::Bernoulli, 1},
                                  {"constant", Distribution::Constant, 1}};
       const D* found = nullptr;
       for (const auto& d : kDists)
@@ -408,8 +434,9 @@ class Loader {
         fail_at(c_.file, a.pos, "unknown distribution '" + a.name + "'",
                 "distributions are normal(m, s) uniform(lo, hi) randint(lo, hi) bernoulli(p) constant(v)");
       if (a.args.size() != found->arity)
-        fail_at(c_.file, a.pos, "'" + a.name + "' takes " + std::to_string(found->arity) + " argument" +
-                                    (found->arity == 1 ? "" : "s") + ", given " + std::to_string(a.args.size()));
+        fail_at(c_.file, a.pos,
+                "'" + a.name + "' takes " + std::to_string(found->arity) + " argument" +
+                    (found->arity == 1 ? "" : "s") + ", given " + std::to_string(a.args.size()));
       r.dist = found->d;
       r.args = std::move(a.args);
       c_.values.push_back(std::move(r));
@@ -417,14 +444,19 @@ class Loader {
   }
 
   void limits(const YAML::Node& n) {
-    if (!n.IsMap()) fail_at(c_.file, pos(n), "limits must be a mapping", "limits: { max_bytes: 1e8, max_flops: 2e9 }");
+    if (!n.IsMap())
+      fail_at(c_.file, pos(n), "limits must be a mapping", "limits: { max_bytes: 1e8, max_flops: 2e9 }");
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string k = scalar(it->first, "a key");
       double v = number(it->second, k);
       if (v <= 0) fail_at(c_.file, pos(it->second), k + " must be positive");
-      if (k == "max_bytes") c_.limits.max_bytes = v;
-      else if (k == "max_flops") c_.limits.max_flops = v;
-      else fail_at(c_.file, pos(it->first), "unknown key '" + k + "' in limits", "keys are max_bytes, max_flops");
+      if (k == "max_bytes")
+        c_.limits.max_bytes = v;
+      else if (k == "max_flops")
+        c_.limits.max_flops = v;
+      else
+        fail_at(c_.file, pos(it->first), "unknown key '" + k + "' in limits",
+                "keys are max_bytes, max_flops");
     }
   }
 };

@@ -12,12 +12,23 @@ namespace {
 int prec(const Expr& e) {
   if (e.kind == ExprKind::Binary) {
     switch (e.op) {
-      case Op::Or: return 1;
-      case Op::And: return 2;
-      case Op::Eq: case Op::Ne: return 3;
-      case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: return 4;
-      case Op::Add: case Op::Sub: return 5;
-      default: return 6;
+      case Op::Or:
+        return 1;
+      case Op::And:
+        return 2;
+      case Op::Eq:
+      case Op::Ne:
+        return 3;
+      case Op::Lt:
+      case Op::Le:
+      case Op::Gt:
+      case Op::Ge:
+        return 4;
+      case Op::Add:
+      case Op::Sub:
+        return 5;
+      default:
+        return 6;
     }
   }
   if (e.kind == ExprKind::Unary) return 7;
@@ -69,8 +80,15 @@ void print_list(const std::vector<ExprPtr>& xs, std::ostringstream& o) {
 
 void print(const Expr& e, std::ostringstream& o) {
   switch (e.kind) {
-    case ExprKind::Number: o << number(e); return;
-    case ExprKind::Name: case ExprKind::Var: case ExprKind::Size: case ExprKind::Param: o << e.name; return;
+    case ExprKind::Number:
+      o << number(e);
+      return;
+    case ExprKind::Name:
+    case ExprKind::Var:
+    case ExprKind::Size:
+    case ExprKind::Param:
+      o << e.name;
+      return;
     case ExprKind::Read:
       o << e.name;
       if (e.padded) {
@@ -192,11 +210,16 @@ std::string rules(const CaseSetRule& r, const char* set) {
 
 const char* dist_name(Distribution d) {
   switch (d) {
-    case Distribution::Normal: return "normal";
-    case Distribution::Uniform: return "uniform";
-    case Distribution::RandInt: return "randint";
-    case Distribution::Bernoulli: return "bernoulli";
-    case Distribution::Constant: return "constant";
+    case Distribution::Normal:
+      return "normal";
+    case Distribution::Uniform:
+      return "uniform";
+    case Distribution::RandInt:
+      return "randint";
+    case Distribution::Bernoulli:
+      return "bernoulli";
+    case Distribution::Constant:
+      return "constant";
   }
   return "?";
 }
@@ -223,7 +246,8 @@ std::string print_contract(const Contract& c) {
   tensors("outputs", c.outputs);
   if (!c.params.empty()) {
     o << "params: {";
-    for (size_t i = 0; i < c.params.size(); ++i) o << (i ? ", " : " ") << c.params[i].name << ": " << num(c.params[i].value);
+    for (size_t i = 0; i < c.params.size(); ++i)
+      o << (i ? ", " : " ") << c.params[i].name << ": " << num(c.params[i].value);
     o << " }\n";
   }
   if (!c.sizes.empty()) {
@@ -249,7 +273,8 @@ std::string print_contract(const Contract& c) {
     }
     o << " }\n";
   }
-  o << "limits: { max_bytes: " << num(c.limits.max_bytes) << ", max_flops: " << num(c.limits.max_flops) << " }\n";
+  o << "limits: { max_bytes: " << num(c.limits.max_bytes) << ", max_flops: " << num(c.limits.max_flops)
+    << " }\n";
   o << "baseline: " << c.baseline << "\n";
   return o.str();
 }

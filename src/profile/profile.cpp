@@ -29,7 +29,9 @@ std::set<int> vars_of(const Expr& e) {
 }
 
 // An index that combines two or more variables (h*S + r): a window.
-bool windowed_index(const Expr& ix) { return !te::contains(ix, ExprKind::Read) && vars_of(ix).size() >= 2; }
+bool windowed_index(const Expr& ix) {
+  return !te::contains(ix, ExprKind::Read) && vars_of(ix).size() >= 2;
+}
 
 // All reads under e (excluding those inside index expressions).
 void value_reads(const Expr& e, std::vector<const Expr*>& out) {
@@ -42,18 +44,18 @@ void value_reads(const Expr& e, std::vector<const Expr*>& out) {
 
 struct Facts {
   int stages = 0;
-  int max_depth = 0;        // loop-nest depth (domain + reduction variables)
-  bool window = false;      // some read index combines variables
-  bool gather = false;      // data-dependent read
-  bool scatter = false;     // data-dependent write (+= with a read in the index)
+  int max_depth = 0;     // loop-nest depth (domain + reduction variables)
+  bool window = false;   // some read index combines variables
+  bool gather = false;   // data-dependent read
+  bool scatter = false;  // data-dependent write (+= with a read in the index)
   bool broadcast_or_perm = false;
   bool triangular = false;  // a reduction range depends on an outer variable
   int reductions = 0;       // reduction nodes
   bool multi_axis_reduction = false;
-  int contractions = 0;     // sum over a product of two distinct tensors' reads, each with a private variable
+  int contractions = 0;  // sum over a product of two distinct tensors' reads, each with a private variable
   bool chained_contraction = false;
   bool windowed_contraction = false;
-  int phases = 1;           // passes: reduction stages that must complete before the last one, + 1
+  int phases = 1;  // passes: reduction stages that must complete before the last one, + 1
   bool reduction_feeds_later = false;
   bool reuse = false;       // some read ignores a variable of its context
   bool int_values = false;  // integer data beyond indices (quantized)
@@ -98,7 +100,8 @@ Facts gather_facts(const CheckedContract& cc) {
         if (te::contains(*ix, ExprKind::Read)) f.scatter = true;
     bool stmt_reduces = false, stmt_contracts = false, reads_contracted = false;
     int in_depth = 0;
-    std::function<void(const Expr&, const std::set<int>&)> visit = [&](const Expr& e, const std::set<int>& ctx) {
+    std::function<void(const Expr&, const std::set<int>&)> visit = [&](const Expr& e,
+                                                                       const std::set<int>& ctx) {
       std::set<int> inner = ctx;
       if (e.kind == ExprKind::Reduce) {
         ++f.reductions;
@@ -144,7 +147,8 @@ Facts gather_facts(const CheckedContract& cc) {
         for (const auto& ix : e.args) visit(*ix, inner);
         return;
       }
-      if (e.kind == ExprKind::Cast && !is_float(e.cast_to) && e.cast_to != DType::boolean) f.int_values = true;
+      if (e.kind == ExprKind::Cast && !is_float(e.cast_to) && e.cast_to != DType::boolean)
+        f.int_values = true;
       for (const auto& a : e.args) visit(*a, inner);
     };
     std::set<int> domain;
@@ -160,14 +164,16 @@ Facts gather_facts(const CheckedContract& cc) {
   return f;
 }
 
-int bucket_stages(int n) { return n <= 1 ? 0 : n <= 3 ? 1 : n <= 6 ? 2 : 3; }
+int bucket_stages(int n) {
+  return n <= 1 ? 0 : n <= 3 ? 1 : n <= 6 ? 2 : 3;
+}
 
 }  // namespace
 
 std::string_view feature_name(int f) {
-  static constexpr std::string_view names[kNumFeatures] = {"contraction", "reduction",   "tiling",
-                                                           "fusion",      "dtype_spread", "data_movement",
-                                                           "scheduling_depth", "blocking"};
+  static constexpr std::string_view names[kNumFeatures] = {
+      "contraction",  "reduction",     "tiling",           "fusion",
+      "dtype_spread", "data_movement", "scheduling_depth", "blocking"};
   return f >= 0 && f < kNumFeatures ? names[f] : "?";
 }
 
@@ -180,17 +186,24 @@ Profile profile_of(const CheckedContract& cc) {
     p.why[k] = std::move(why);
   };
 
-  if (f.chained_contraction) set(Contraction, 3, "a contraction consumes another contraction's result");
-  else if (f.contractions > 0 && !f.windowed_contraction) set(Contraction, 2, "sum over a product of two tensors");
-  else if (f.contractions > 0 || (f.window && f.reductions > 0)) set(Contraction, 1, "windowed contraction");
-  else set(Contraction, 0, "no contraction");
+  if (f.chained_contraction)
+    set(Contraction, 3, "a contraction consumes another contraction's result");
+  else if (f.contractions > 0 && !f.windowed_contraction)
+    set(Contraction, 2, "sum over a product of two tensors");
+  else if (f.contractions > 0 || (f.window && f.reductions > 0))
+    set(Contraction, 1, "windowed contraction");
+  else
+    set(Contraction, 0, "no contraction");
 
   int plain_reductions = f.reductions - f.contractions;
-  if (plain_reductions <= 0 && f.contractions == 0) set(Reduction, 0, "no reduction");
-  else if (f.reduction_feeds_later) set(Reduction, 3, "a reduction's result feeds a later stage");
+  if (plain_reductions <= 0 && f.contractions == 0)
+    set(Reduction, 0, "no reduction");
+  else if (f.reduction_feeds_later)
+    set(Reduction, 3, "a reduction's result feeds a later stage");
   else if (f.reductions > 1 || f.multi_axis_reduction || f.triangular)
     set(Reduction, 2, f.triangular ? "segmented (triangular) reduction" : "several reductions");
-  else set(Reduction, 1, "one reduction over one axis");
+  else
+    set(Reduction, 1, "one reduction over one axis");
 
   int depth = f.max_depth;
   int t = depth <= 1 ? 0 : depth == 2 ? 1 : depth == 3 ? 2 : 3;
@@ -210,30 +223,47 @@ Profile profile_of(const CheckedContract& cc) {
   bool mixed = false;
   for (const auto& ti : cc.tensors)
     if (ti.role != TensorRole::Intermediate && !ti.index_only && ti.fixed_dtype) mixed = true;
-  if (f.int_values) set(DTypeSpread, 3, "integer / quantized values");
-  else if (mixed || c.dtypes.size() >= 3) set(DTypeSpread, 2, mixed ? "fixed-dtype tensor beside the I/O dtype" : "three I/O dtypes");
-  else if (c.dtypes.size() == 2) set(DTypeSpread, 1, "two I/O dtypes");
-  else set(DTypeSpread, 0, "one I/O dtype");
+  if (f.int_values)
+    set(DTypeSpread, 3, "integer / quantized values");
+  else if (mixed || c.dtypes.size() >= 3)
+    set(DTypeSpread, 2, mixed ? "fixed-dtype tensor beside the I/O dtype" : "three I/O dtypes");
+  else if (c.dtypes.size() == 2)
+    set(DTypeSpread, 1, "two I/O dtypes");
+  else
+    set(DTypeSpread, 0, "one I/O dtype");
 
-  if (f.scatter) set(DataMovement, 3, "data-dependent scatter");
-  else if (f.gather) set(DataMovement, 2, "data-dependent gather");
-  else if (f.broadcast_or_perm || f.window) set(DataMovement, 1, "strided, broadcast or transposed reads");
-  else set(DataMovement, 0, "contiguous");
+  if (f.scatter)
+    set(DataMovement, 3, "data-dependent scatter");
+  else if (f.gather)
+    set(DataMovement, 2, "data-dependent gather");
+  else if (f.broadcast_or_perm || f.window)
+    set(DataMovement, 1, "strided, broadcast or transposed reads");
+  else
+    set(DataMovement, 0, "contiguous");
 
   if (f.triangular || f.scatter || f.chained_contraction)
-    set(SchedulingDepth, 3, f.triangular ? "prefix dependency across the axis"
-                            : f.scatter ? "scattered writes across blocks"
-                                        : "chained contraction phases");
-  else if (f.phases >= 4) set(SchedulingDepth, 3, std::to_string(f.phases) + " dependent phases");
-  else if (f.phases == 3) set(SchedulingDepth, 2, "3 dependent phases");
-  else if (f.phases == 2) set(SchedulingDepth, 1, "2 passes");
-  else set(SchedulingDepth, 0, "one pass");
+    set(SchedulingDepth, 3,
+        f.triangular ? "prefix dependency across the axis"
+        : f.scatter  ? "scattered writes across blocks"
+                     : "chained contraction phases");
+  else if (f.phases >= 4)
+    set(SchedulingDepth, 3, std::to_string(f.phases) + " dependent phases");
+  else if (f.phases == 3)
+    set(SchedulingDepth, 2, "3 dependent phases");
+  else if (f.phases == 2)
+    set(SchedulingDepth, 1, "2 passes");
+  else
+    set(SchedulingDepth, 0, "one pass");
 
   if (f.chained_contraction || f.windowed_contraction)
-    set(Blocking, 3, f.chained_contraction ? "reuse across chained contractions" : "window and channel reuse");
-  else if (f.contractions > 0) set(Blocking, 2, "2-D operand reuse");
-  else if (f.reuse) set(Blocking, 1, "row reuse");
-  else set(Blocking, 0, "streaming");
+    set(Blocking, 3,
+        f.chained_contraction ? "reuse across chained contractions" : "window and channel reuse");
+  else if (f.contractions > 0)
+    set(Blocking, 2, "2-D operand reuse");
+  else if (f.reuse)
+    set(Blocking, 1, "row reuse");
+  else
+    set(Blocking, 0, "streaming");
 
   p.difficulty = c.level >= 1 && c.level <= 4 ? c.level : 1;
   return p;

@@ -98,7 +98,9 @@ TEST(Contract, EveryBenchOperatorChecksAndRoundTrips) {
   }
 }
 
-te::ExprPtr parse(const std::string& s) { return te::parse_expression(s, SourceMap::single("t", {1, 1})); }
+te::ExprPtr parse(const std::string& s) {
+  return te::parse_expression(s, SourceMap::single("t", {1, 1}));
+}
 
 TEST(TE, PrecedenceAndAssociativity) {
   EXPECT_EQ(te::print_expr(*parse("a - (b - c)")), "a - (b - c)");
@@ -116,7 +118,8 @@ TEST(TE, PrecedenceAndAssociativity) {
 }
 
 TEST(TE, NumbersPrintExactly) {
-  for (const char* s : {"0.1", "1e-06", "3.0", "7", "0.7071067811865476", "1.0000000000000002", "inf", "-inf"}) {
+  for (const char* s :
+       {"0.1", "1e-06", "3.0", "7", "0.7071067811865476", "1.0000000000000002", "inf", "-inf"}) {
     te::ExprPtr e = parse(s);
     te::ExprPtr again = parse(te::print_expr(*e));
     EXPECT_EQ(again->number, e->number) << s;
