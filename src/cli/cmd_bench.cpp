@@ -44,10 +44,10 @@ struct TrackRun {
 TrackRun not_run(const CheckedContract& c, const std::string& file, const std::string& track,
                  const std::string& why) {
   TrackRun t;
-  t.result = {c.contract.level, 0, 0, 0};
+  t.result = {profile::difficulty_of(c), 0, 0, 0};
   t.op = {{"file", file},
           {"name", c.contract.name},
-          {"level", c.contract.level},
+          {"level", profile::difficulty_of(c)},
           {"track", track},
           {"infeasible", why},
           {"score", 0},
@@ -227,7 +227,7 @@ void add_bench_command(CLI::App& app) {
           }
           std::fprintf(
               rows_out, "%-18s %5d %-7s %3d/%-3d %6.1f %8.3f %8.3f %8.2f%s\n", c.contract.name.c_str(),
-              c.contract.level, name.c_str(), t.result.passed, t.result.cases, t.result.score,
+              prof.difficulty, name.c_str(), t.result.passed, t.result.cases, t.result.score,
               t.op["mean_hap"].get<double>(), t.op["mean_efficiency"].get<double>(),
               t.op["speedup_over_baseline"].get<double>(),
               t.feasible ? "" : ("  (infeasible: " + t.op["infeasible"].get<std::string>() + ")").c_str());

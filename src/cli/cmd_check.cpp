@@ -32,7 +32,7 @@ void add_check_command(CLI::App& app) {
         profile::Profile p = profile::profile_of(c);
         entry["ok"] = true;
         entry["name"] = c.contract.name;
-        entry["level"] = c.contract.level;
+        entry["level"] = c.contract.level ? nlohmann::json(c.contract.level) : nlohmann::json(nullptr);
         entry["hash"] = c.hash;
         entry["profile"] = profile::to_json(p);
         if (!opts->json) std::printf("%-22s ok   %s\n", c.contract.name.c_str(), profile::to_text(p).c_str());

@@ -66,7 +66,7 @@ struct Contract {
   std::string file;    // path as given
   std::string source;  // the file's text
   std::string name;
-  int level = 0;
+  int level = 0;  // 1..4 as written; 0: not given (profile::difficulty_of derives one)
   std::string summary;
   std::vector<DType> dtypes;
   std::vector<TensorDecl> inputs, outputs;

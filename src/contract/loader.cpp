@@ -55,9 +55,13 @@ class Loader {
     if (!valid_name(c_.name))
       fail_at(c_.file, pos(root["name"]), "invalid operator name '" + c_.name + "'",
               "use lower case letters, digits and '_', starting with a letter");
-    c_.level = static_cast<int>(integer(required(root, "level"), "the level"));
-    if (c_.level < 1 || c_.level > 4)
-      fail_at(c_.file, pos(root["level"]), "level must be 1..4, found " + std::to_string(c_.level));
+    if (root["level"]) {  // optional: without it the profile derives the difficulty (DESIGN §4)
+      c_.level = static_cast<int>(integer(root["level"], "the level"));
+      if (c_.level < 1 || c_.level > 4) {
+        fail_at(c_.file, pos(root["level"]), "level must be 1..4, found " + std::to_string(c_.level),
+                "or leave it out, and the structural profile derives a difficulty");
+      }
+    }
     if (root["summary"]) c_.summary = scalar(root["summary"], "the summary");
     dtypes(required(root, "dtypes"));
     tensors(required(root, "inputs"), c_.inputs, "inputs");

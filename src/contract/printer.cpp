@@ -228,7 +228,8 @@ const char* dist_name(Distribution d) {
 
 std::string print_contract(const Contract& c) {
   std::ostringstream o;
-  o << "name: " << c.name << "\nlevel: " << c.level << "\n";
+  o << "name: " << c.name << "\n";
+  if (c.level) o << "level: " << c.level << "\n";
   if (!c.summary.empty()) {
     std::string q;
     for (char ch : c.summary) q += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);

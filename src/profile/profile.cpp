@@ -265,14 +265,29 @@ Profile profile_of(const CheckedContract& cc) {
   else
     set(Blocking, 0, "streaming");
 
-  p.difficulty = c.level >= 1 && c.level <= 4 ? c.level : 1;
+  p.difficulty_derived = !(c.level >= 1 && c.level <= 4);
+  p.difficulty = p.difficulty_derived ? derived_difficulty(p.x) : c.level;
   return p;
+}
+
+int derived_difficulty(const std::array<int, kNumFeatures>& x) {
+  if (x[Contraction] == 3 || x[Fusion] == 3 || (x[Reduction] == 3 && x[DataMovement] >= 2)) return 4;
+  if (x[Contraction] >= 1 || x[DataMovement] == 3 || x[DTypeSpread] == 3 ||
+      (x[Tiling] == 3 && x[Blocking] >= 1 && x[Reduction] == 0 && x[DataMovement] <= 1))
+    return 3;
+  if (x[Reduction] >= 1 || x[DataMovement] >= 2 || x[Tiling] == 3 || x[SchedulingDepth] >= 1) return 2;
+  return 1;
+}
+
+int difficulty_of(const CheckedContract& c) {
+  return c.contract.level ? c.contract.level : profile_of(c).difficulty;
 }
 
 nlohmann::json to_json(const Profile& p) {
   nlohmann::json j;
   j["version"] = p.version;
   j["difficulty"] = p.difficulty;
+  j["difficulty_derived"] = p.difficulty_derived;
   nlohmann::json feats = nlohmann::json::object();
   nlohmann::json why = nlohmann::json::object();
   for (int k = 0; k < kNumFeatures; ++k) {
@@ -289,7 +304,7 @@ std::string to_text(const Profile& p) {
   std::string s;
   for (int k = 0; k < kNumFeatures; ++k)
     s += std::string(feature_name(k)) + "=" + std::to_string(p.x[static_cast<size_t>(k)]) + " ";
-  return s + "difficulty=" + std::to_string(p.difficulty);
+  return s + "difficulty=" + std::to_string(p.difficulty) + (p.difficulty_derived ? " (derived)" : "");
 }
 
 }  // namespace cake::profile

@@ -51,7 +51,7 @@ Skill describe_skill() {
     }
     return nlohmann::json{{"ok", true},
                           {"operator", c.contract.name},
-                          {"level", c.contract.level},
+                          {"level", p.difficulty},
                           {"contract_hash", c.hash},
                           {"dtypes", dtypes},
                           {"profile", profile::to_json(p)},

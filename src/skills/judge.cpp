@@ -15,6 +15,7 @@
 #include "core/paths.h"
 #include "eval/sandbox.h"
 #include "eval/timing.h"
+#include "profile/profile.h"
 
 namespace cake::skills {
 
@@ -153,7 +154,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
   nlohmann::json& op = j.op;
   op = {{"file", file},
         {"name", c.contract.name},
-        {"level", c.contract.level},
+        {"level", profile::difficulty_of(c)},
         {"track", b.artifact.track},
         {"knobs", b.artifact.knobs.to_json()},
         {"build", build::status_name(b.build.status)},
@@ -161,7 +162,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
         {"timed", timing},
         {"cases", nlohmann::json::array()}};
   eval::OperatorResult& r = j.result;
-  r = {c.contract.level, 0, 0, 0};
+  r = {profile::difficulty_of(c), 0, 0, 0};
   std::vector<eval::CaseResult> cr;
   bool ran = false;
   double sum_hap = 0, sum_eff = 0, log_speed = 0, total_s = 0;

@@ -119,7 +119,9 @@ TEST(Cases, IndexInputsStayInRange) {
       int64_t v_extent = k.free.count("V") ? k.free.at("V") : 0;
       for (int64_t i = 0; i < in[t].numel(); ++i) {
         ASSERT_GE(in[t].get(i), 0);
-        if (v_extent) ASSERT_LT(in[t].get(i), v_extent);
+        if (v_extent) {
+          ASSERT_LT(in[t].get(i), v_extent);
+        }
       }
     }
   }

@@ -85,6 +85,20 @@ TEST(Contract, HashIgnoresFormattingButNotMeaning) {
   EXPECT_NE(a.hash, d.hash);
 }
 
+// `level` is optional (DESIGN §4: the profile derives a difficulty without it); a contract without it
+// prints without it and round-trips, and differs in hash from the one with it.
+TEST(Contract, TheLevelMayBeLeftOut) {
+  std::string yaml = kRmsNorm;
+  yaml.erase(yaml.find("level: 2\n"), 9);
+  const CheckedContract c = check_contract(load_contract_text(yaml, "no_level.yaml"));
+  EXPECT_EQ(c.contract.level, 0);
+  const std::string printed = print_contract(c.contract);
+  EXPECT_EQ(printed.find("level"), std::string::npos) << printed;
+  const CheckedContract again = check_contract(load_contract_text(printed, "printed.yaml"));
+  EXPECT_EQ(again.hash, c.hash);
+  EXPECT_NE(check_contract(load_contract_text(kRmsNorm, "rms_norm.yaml")).hash, c.hash);
+}
+
 TEST(Contract, EveryBenchOperatorChecksAndRoundTrips) {
   auto files = bench_ops();
   ASSERT_GE(files.size(), 26u);

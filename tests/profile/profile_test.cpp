@@ -1,7 +1,11 @@
 // The L1 profile: the features that set operator families apart (DESIGN §4), on the bench suite.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
+
 #include "contract/contract.h"
+#include "core/paths.h"
 #include "profile/profile.h"
 
 namespace cake {
@@ -16,6 +20,41 @@ using profile::Contraction;
 using profile::DataMovement;
 using profile::Reduction;
 using profile::SchedulingDepth;
+
+// Without a level, the difficulty comes from the features: on the bench suite it gives every operator's
+// level but add_rms_norm's, whose features equal rms_norm's (an add before the same norm).
+TEST(Profile, TheDerivedDifficultyFollowsTheBenchLevels) {
+  int agree = 0, total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(CAKE_SOURCE_DIR) + "/bench/ops")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const CheckedContract c = load_and_check(entry.path().string());
+    const profile::Profile p = profile::profile_of(c);
+    EXPECT_FALSE(p.difficulty_derived);
+    EXPECT_EQ(p.difficulty, c.contract.level);
+    const int derived = profile::derived_difficulty(p.x);
+    ++total;
+    if (derived == c.contract.level) {
+      ++agree;
+    } else {
+      EXPECT_EQ(c.contract.name, "add_rms_norm") << "derived " << derived << ", level " << c.contract.level;
+    }
+  }
+  EXPECT_GE(total, 26);
+  EXPECT_EQ(agree, total - 1);
+
+  // A contract without a level: the profile says the difficulty is derived, and what bench groups by.
+  std::string yaml = read_file(std::string(CAKE_SOURCE_DIR) + "/bench/ops/matmul.yaml").value_or("");
+  const size_t at = yaml.find("\nlevel: 3\n");
+  ASSERT_NE(at, std::string::npos);
+  yaml.erase(at, 9);
+  const CheckedContract c = check_contract(load_contract_text(yaml, "matmul_no_level.yaml"));
+  ASSERT_EQ(c.contract.level, 0);
+  const profile::Profile p = profile::profile_of(c);
+  EXPECT_TRUE(p.difficulty_derived);
+  EXPECT_EQ(p.difficulty, 3);
+  EXPECT_EQ(profile::difficulty_of(c), 3);
+  EXPECT_NE(profile::to_text(p).find("difficulty=3 (derived)"), std::string::npos);
+}
 
 TEST(Profile, ElementwiseIsTheBaseline) {
   auto g = of("gelu");

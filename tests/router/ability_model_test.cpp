@@ -34,8 +34,11 @@ TEST(AbilityModel, OrderingFollowsOutcomesPerFeature) {
     // The fitted weight of feature k carries the sign of the rule, and dominates the other features.
     const Vec& rising = m.tracks.at("rising").w;
     EXPECT_GT(rising[1 + k], 0.3) << profile::feature_name(k);
-    for (int j = 0; j < kNumFeatures; ++j)
-      if (j != k) EXPECT_LT(std::abs(rising[1 + j]), std::abs(rising[1 + k]) / 3) << profile::feature_name(j);
+    for (int j = 0; j < kNumFeatures; ++j) {
+      if (j != k) {
+        EXPECT_LT(std::abs(rising[1 + j]), std::abs(rising[1 + k]) / 3) << profile::feature_name(j);
+      }
+    }
   }
 }
 

@@ -98,8 +98,11 @@ TEST_F(SkillTest, DescribeLowerEvaluate) {
   ASSERT_TRUE(ev["ok"].get<bool>()) << ev;
   EXPECT_EQ(ev["total"], 4);
   EXPECT_LT(ev["passed"].get<int>(), 4) << "f32 cancellation must fail the gate";
-  for (const json& k : ev["cases"])
-    if (k["verdict"] != "pass") EXPECT_TRUE(k["gate"] == "mere" || k["gate"] == "mare") << k;
+  for (const json& k : ev["cases"]) {
+    if (k["verdict"] != "pass") {
+      EXPECT_TRUE(k["gate"] == "mere" || k["gate"] == "mare") << k;
+    }
+  }
 
   // The same kernel judged as a library built elsewhere gets the same verdicts.
   const json same =

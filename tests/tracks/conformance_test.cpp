@@ -94,9 +94,12 @@ TEST(Coverage, EveryOperatorHasEnoughFeasibleTracks) {
         why += std::string(t->name()) + ": " + f.reason + "; ";
     }
     EXPECT_GE(feasible, 1u) << op << ": " << why;
-    if (c.contract.level <= 2) EXPECT_GE(feasible, std::min<size_t>(2, n_tracks)) << op << ": " << why;
-    if (std::find(all_three.begin(), all_three.end(), op) != all_three.end())
+    if (c.contract.level <= 2) {
+      EXPECT_GE(feasible, std::min<size_t>(2, n_tracks)) << op << ": " << why;
+    }
+    if (std::find(all_three.begin(), all_three.end(), op) != all_three.end()) {
       EXPECT_EQ(feasible, n_tracks) << op << ": " << why;
+    }
   }
 }
 
