@@ -265,7 +265,7 @@ class Lowerer {
       case DType::f32:
         return v;
       case DType::f16:
-        return "cast<float>(" + v + ")";
+        return "cake_f16_to_f32(" + v + ")";
       case DType::bf16:
         return "cake_bf16_to_f32(" + v + ")";
       case DType::boolean:
@@ -279,7 +279,7 @@ class Lowerer {
       case DType::f32:
         return conv(v, HT::F32).s;
       case DType::f16:
-        return "cast(Float(16), " + conv(v, HT::F32).s + ")";
+        return "cake_f32_to_f16(" + conv(v, HT::F32).s + ")";
       case DType::bf16:
         return "cake_f32_to_bf16(" + conv(v, HT::F32).s + ")";
       case DType::i32:

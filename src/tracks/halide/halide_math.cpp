@@ -174,9 +174,25 @@ static Expr cake_f32_to_bf16(Expr f) {
   Expr r = (u + (cast<uint32_t>(0x7fff) + ((u >> 16) & cast<uint32_t>(1)))) >> 16;
   return cast<uint16_t>(select(is_nan(f), (u >> 16) | cast<uint32_t>(0x40), r));
 }
+// f16 storage is Halide's Float(16). Loads convert with Halide's cast (exact, NaNs kept: F16ConversionsAreExact
+// reads every f16 pattern). Stores convert here, bit by bit, as the simd track's prelude does (round to
+// nearest even, subnormals, infinities, quiet NaNs): Halide 14's float -> float16 cast, and any float16 select
+// (widened and narrowed by the same cast), turn a NaN into an infinity.
+static Expr cake_f16_to_f32(Expr h) { return cast<float>(h); }
+static Expr cake_f32_to_f16(Expr f) {
+  Expr u = reinterpret<uint32_t>(strict_float(cast<float>(f)));
+  Expr a = u & cast<uint32_t>(0x7fffffff);
+  // below 2^-14: adding 0.5 lines f16's mantissa up with the bottom of the sum's, rounded to nearest even
+  Expr sub = reinterpret<uint32_t>(strict_float(reinterpret<float>(a) + 0.5f)) - cast<uint32_t>(0x3f000000);
+  Expr norm = (a + cast<uint32_t>(0xfff) + ((a >> 13) & cast<uint32_t>(1)) - cast<uint32_t>(112 << 23)) >> 13;
+  Expr o = select(a > cast<uint32_t>(0x7f800000), cast<uint32_t>(0x7e00),       // NaN: quiet
+                  a >= cast<uint32_t>(0x477ff000), cast<uint32_t>(0x7c00),      // rounds to >= 65520: infinity
+                  a < cast<uint32_t>(0x38800000), sub, norm & cast<uint32_t>(0x7fff));
+  return reinterpret(Float(16), cast<uint16_t>(((u >> 16) & cast<uint32_t>(0x8000)) | o));
+}
 // Rounds an f32 value to bf16 / f16 precision and back (TE cast<bf16> / cast<f16> inside a computation).
 static Expr cake_round_bf16(Expr f) { return cake_bf16_to_f32(cake_f32_to_bf16(f)); }
-static Expr cake_round_f16(Expr f) { return cast<float>(cast(Float(16), cast<float>(f))); }
+static Expr cake_round_f16(Expr f) { return cake_f16_to_f32(cake_f32_to_f16(f)); }
 
 // max / min that propagate NaN, as the TE defines them.
 static Expr cake_max(Expr a, Expr b) {
