@@ -47,6 +47,7 @@ int derived_difficulty(const std::array<int, kNumFeatures>& x);
 
 // The contract's level, or the difficulty its profile derives: what bench tables group by.
 int difficulty_of(const CheckedContract& c);
+
 nlohmann::json to_json(const Profile& p);
 std::string to_text(const Profile& p);  // "contraction=0 reduction=1 ... difficulty=2"
 

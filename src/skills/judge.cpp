@@ -152,9 +152,10 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
                 bool timing) {
   Judgement j;
   nlohmann::json& op = j.op;
+  const int level = profile::difficulty_of(c);
   op = {{"file", file},
         {"name", c.contract.name},
-        {"level", profile::difficulty_of(c)},
+        {"level", level},
         {"track", b.artifact.track},
         {"knobs", b.artifact.knobs.to_json()},
         {"build", build::status_name(b.build.status)},
@@ -162,7 +163,7 @@ Judgement judge(Session& s, const CheckedContract& c, const std::string& file, c
         {"timed", timing},
         {"cases", nlohmann::json::array()}};
   eval::OperatorResult& r = j.result;
-  r = {profile::difficulty_of(c), 0, 0, 0};
+  r = {level, 0, 0, 0};
   std::vector<eval::CaseResult> cr;
   bool ran = false;
   double sum_hap = 0, sum_eff = 0, log_speed = 0, total_s = 0;

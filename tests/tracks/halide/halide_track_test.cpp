@@ -135,10 +135,10 @@ void check_op(const std::string& name, const tracks::Knobs& extra, size_t limit 
   }
 }
 
-// f16 conversions are the track's own, bit by bit (Halide's casts turn NaN into infinity): cast's f32 -> f16
-// stores against core's rounding over f32 bit patterns of every class (random, f16's exponent range, ties
-// and near-ties, around 65504 / 65520, subnormals, NaNs), and add's f16 loads over every f16 pattern, whose
-// sum with +0 must give the pattern back (-0 and NaN payloads aside).
+// The track's f16 stores are its own, bit by bit (Halide's float16 cast turns NaN into infinity), its loads
+// Halide's cast: cast's f32 -> f16 stores against core's rounding over f32 bit patterns of every class
+// (random, f16's exponent range, ties and near-ties, around 65504 / 65520, subnormals, NaNs), and add's f16
+// loads over every f16 pattern, whose sum with +0 must give the pattern back (-0 and NaN payloads aside).
 TEST(HalideTrack, F16ConversionsAreExact) {
   const auto same_half = [](uint16_t got, uint16_t want) {
     const bool nan_got = (got & 0x7fffu) > 0x7c00u, nan_want = (want & 0x7fffu) > 0x7c00u;
