@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <random>
 #include <sstream>
 #include <vector>
 
@@ -24,6 +22,8 @@
 #include "target/machine.h"
 #include "tracks/halide/halide_math.h"
 #include "tracks/halide/halide_track.h"
+
+#include "../f16_checks.h"
 
 namespace cake {
 namespace {
@@ -137,43 +137,14 @@ void check_op(const std::string& name, const tracks::Knobs& extra, size_t limit 
 
 // The track's f16 stores are its own, bit by bit (Halide's float16 cast turns NaN into infinity), its loads
 // Halide's cast: cast's f32 -> f16 stores against core's rounding over f32 bit patterns of every class
-// (random, f16's exponent range, ties and near-ties, around 65504 / 65520, subnormals, NaNs), and add's f16
-// loads over every f16 pattern, whose sum with +0 must give the pattern back (-0 and NaN payloads aside).
+// (testing_f16::f32_sweep), and add's f16 loads over every f16 pattern, whose sum with +0 must give the
+// pattern back (-0 and NaN payloads aside).
 TEST(HalideTrack, F16ConversionsAreExact) {
-  const auto same_half = [](uint16_t got, uint16_t want) {
-    const bool nan_got = (got & 0x7fffu) > 0x7c00u, nan_want = (want & 0x7fffu) > 0x7c00u;
-    return nan_got || nan_want ? nan_got && nan_want : got == want;
-  };
-  const auto sizes = [](const CheckedContract& c, const std::map<std::string, int64_t>& by_name) {
-    std::vector<double> p;
-    for (const SizeInfo& z : c.sizes) p.push_back(static_cast<double>(by_name.at(z.name)));
-    return p;
-  };
   {
     const CheckedContract c = op("cast");
     const build::BuildResult b = build::build(halide_track().lower(c, machine(), {}));
     ASSERT_TRUE(b.ok()) << b.failure;
-    const build::Kernel k(b.library);
-    const int64_t rows = 256, cols = 1000;
-    std::mt19937 rng(5);
-    std::vector<Tensor> in, out;
-    in.emplace_back(DType::f32, Shape{rows, cols});
-    auto* x = static_cast<uint32_t*>(in[0].data());
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      uint32_t u = rng();
-      if (i % 4 == 1) u = (u & 0x807fffffu) | ((100u + u % 60u) << 23);  // f16's exponent range and beyond
-      if (i % 4 == 2) u = (u & 0xffffe000u) | (rng() % 2 ? 0x1000u : 0x0fffu);  // a tie or just below one
-      if (i % 4 == 3) u = (u & 0x80000000u) | (0x477fe000u + rng() % 0x4000u);  // around 65504 and 65520
-      x[i] = u;
-    }
-    out.emplace_back(DType::f16, Shape{rows, cols});
-    ASSERT_EQ(k.run(in, out, sizes(c, {{"N", rows}, {"D", cols}})), 0);
-    const auto* y = static_cast<const uint16_t*>(out[0].data());
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      float f;
-      std::memcpy(&f, &x[i], 4);
-      ASSERT_TRUE(same_half(y[i], f32_to_f16_bits(f))) << "x bits " << x[i] << ": got " << y[i];
-    }
+    testing_f16::expect_stores_round_as_core(c, build::Kernel(b.library));
   }
   {
     const CheckedContract c = op("add");
@@ -188,11 +159,12 @@ TEST(HalideTrack, F16ConversionsAreExact) {
     for (int64_t i = 0; i < m * n; ++i) x[i] = static_cast<uint16_t>(i);
     std::memset(in[1].data(), 0, n * sizeof(uint16_t));
     out.emplace_back(DType::f16, Shape{m, n});
-    ASSERT_EQ(k.run(in, out, sizes(c, {{"M", m}, {"N", n}})), 0);
+    const cases::Case kc = cases::make_case(c, {{"M", m}, {"N", n}}, DType::f16);
+    ASSERT_EQ(k.run(in, out, cases::kernel_params(c, kc)), 0);
     const auto* z = static_cast<const uint16_t*>(out[0].data());
     for (int64_t i = 0; i < m * n; ++i) {
       if (x[i] == 0x8000u) continue;  // -0 + 0 = +0
-      ASSERT_TRUE(same_half(z[i], x[i])) << "x " << x[i] << ": got " << z[i];
+      ASSERT_TRUE(testing_f16::same_half(z[i], x[i])) << "x " << x[i] << ": got " << z[i];
     }
   }
 }

@@ -14,12 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../f16_checks.h"
 #include "build/kernel.h"
 #include "contract/contract.h"
 #include "core/dtype.h"
@@ -29,16 +29,11 @@ namespace cake {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_f16::expect_stores_round_as_core;
+using testing_f16::same_half;
 
 CheckedContract bench_op(const std::string& name) {
   return load_and_check((fs::path(CAKE_SOURCE_DIR) / "bench" / "ops" / (name + ".yaml")).string());
-}
-
-// The kernel's size parameters, in the contract's order, from their values by name.
-std::vector<double> sizes(const CheckedContract& c, const std::map<std::string, int64_t>& by_name) {
-  std::vector<double> p;
-  for (const SizeInfo& z : c.sizes) p.push_back(static_cast<double>(by_name.at(z.name)));
-  return p;
 }
 
 bool has_f16c() {
@@ -53,55 +48,6 @@ build::BuildResult built(const CheckedContract& c, bool f16c) {
       source.find("cake_f16c_ld") != std::string::npos || source.find("cake_f16c_st") != std::string::npos,
       f16c);
   return r;
-}
-
-// Equal as f16 values: the same bits, or both NaN.
-bool same_half(uint16_t got, uint16_t want) {
-  const bool nan_got = (got & 0x7fffu) > 0x7c00u, nan_want = (want & 0x7fffu) > 0x7c00u;
-  return nan_got || nan_want ? nan_got && nan_want : got == want;
-}
-
-// f32 bit patterns: every exponent of both signs with random mantissas, ties and near-ties of f16's
-// rounding, f16's subnormal range, the overflow boundary, infinities and NaNs.
-std::vector<float> f32_sweep(int64_t n) {
-  std::mt19937 rng(11);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u = rng();
-    switch (i % 4) {
-      case 0:
-        break;  // anything
-      case 1:
-        u = (u & 0x807fffffu) | ((100u + u % 60u) << 23);  // f16's exponent range and just outside it
-        break;
-      case 2:
-        u = (u & 0xffffe000u) | (rng() % 2 ? 0x1000u : 0x0fffu);  // a tie or just below one
-        break;
-      default:
-        u = (u & 0x80000000u) | (0x477fe000u + rng() % 0x4000u);  // around 65504 and 65520
-    }
-    v[static_cast<size_t>(i)] = std::bit_cast<float>(u);
-  }
-  return v;
-}
-
-// Cast's f32 -> f16 stores in kernel k against core's rounding, on rows of 1000 (62 vectors of 16 and a
-// tail of 8) and of 7 (the scalar variant).
-void expect_stores_round_as_core(const CheckedContract& c, const build::Kernel& k) {
-  for (const auto& [rows, cols] : std::array<std::pair<int64_t, int64_t>, 2>{{{1024, 1000}, {3, 7}}}) {
-    const std::vector<float> x = f32_sweep(rows * cols);
-    std::vector<Tensor> in, out;
-    in.emplace_back(DType::f32, Shape{rows, cols});
-    std::memcpy(in[0].data(), x.data(), x.size() * sizeof(float));
-    out.emplace_back(DType::f16, Shape{rows, cols});
-    ASSERT_EQ(k.run(in, out, sizes(c, {{"N", rows}, {"D", cols}})), 0);
-    const auto* y = static_cast<const uint16_t*>(out[0].data());
-    for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_TRUE(same_half(y[i], f32_to_f16_bits(x[i])))
-          << "x bits " << std::bit_cast<uint32_t>(x[i]) << ": got " << y[i] << ", core "
-          << f32_to_f16_bits(x[i]);
-    }
-  }
 }
 
 // Calls to the named vector variant in the library's disassembly (objdump; -1 where it cannot run).
@@ -169,7 +115,8 @@ TEST(F16c, LoadsConvertEveryHalfAsCoreDoes) {
   for (int64_t i = 0; i < m * n; ++i) x[i] = static_cast<uint16_t>(i);
   for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint16_t>(rng());
   out.emplace_back(DType::f16, Shape{m, n});
-  ASSERT_EQ(k.run(in, out, sizes(c, {{"M", m}, {"N", n}})), 0);
+  ASSERT_EQ(k.run(in, out, cases::kernel_params(c, cases::make_case(c, {{"M", m}, {"N", n}}, DType::f16))),
+            0);
   const auto* z = static_cast<const uint16_t*>(out[0].data());
   for (int64_t i = 0; i < m * n; ++i) {
     const uint16_t want = f32_to_f16_bits(f16_bits_to_f32(x[i]) + f16_bits_to_f32(y[i % n]));
