@@ -44,10 +44,11 @@ struct TrackRun {
 TrackRun not_run(const CheckedContract& c, const std::string& file, const std::string& track,
                  const std::string& why) {
   TrackRun t;
-  t.result = {profile::difficulty_of(c), 0, 0, 0};
+  const int level = profile::difficulty_of(c);
+  t.result = {level, 0, 0, 0};
   t.op = {{"file", file},
           {"name", c.contract.name},
-          {"level", profile::difficulty_of(c)},
+          {"level", level},
           {"track", track},
           {"infeasible", why},
           {"score", 0},
