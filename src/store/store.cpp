@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdio>
 #include <iterator>
 #include <utility>
 
@@ -142,8 +144,16 @@ CREATE TABLE IF NOT EXISTS evolution_confirmations (
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
+// What to add to an error when another connection's write transaction outlasted the busy wait.
+std::string busy_hint(sqlite3* db) {
+  return db && (sqlite3_extended_errcode(db) & 0xff) == SQLITE_BUSY
+             ? " (another process held the store's write lock longer than the wait; try again when it is "
+               "done)"
+             : "";
+}
+
 [[noreturn]] void fail(sqlite3* db, const std::string& what) {
-  throw Error("store: " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  throw Error("store: " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory") + busy_hint(db));
 }
 
 }  // namespace
@@ -227,11 +237,45 @@ std::string Statement::column_text(int col) const {
 
 // ---- Store
 
+namespace detail {
+struct BusyWait {
+  std::filesystem::path path;
+  std::chrono::milliseconds limit = Store::kBusyWait;
+  std::chrono::steady_clock::time_point since;
+  bool said = false;
+};
+}  // namespace detail
+
+namespace {
+constexpr auto kSayAfter = std::chrono::seconds(2);
+
+// SQLite's busy handler: called with tries = 0, 1, ... while another connection holds the write lock;
+// non-zero means try again. Sleeps 1 ms for the first tries (short transactions), 20 ms after.
+int wait_for_writer(void* state, int tries) {
+  auto& w = *static_cast<detail::BusyWait*>(state);
+  const auto now = std::chrono::steady_clock::now();
+  if (tries == 0) {
+    w.since = now;
+    w.said = false;
+  }
+  const auto waited = now - w.since;
+  if (waited >= w.limit) return 0;
+  if (!w.said && waited >= kSayAfter) {
+    w.said = true;
+    std::fprintf(stderr, "cake: waiting for another process's transaction on %s (up to %lld s)\n",
+                 w.path.c_str(), static_cast<long long>(w.limit.count() / 1000));
+  }
+  sqlite3_sleep(tries < 20 ? 1 : 20);
+  return 1;
+}
+}  // namespace
+
 std::filesystem::path Store::default_path() {
   return cache_path("cake.db");
 }
 
-Store::Store(const std::filesystem::path& path) : path_(path) {
+Store::Store(const std::filesystem::path& path) : path_(path), busy_(std::make_unique<detail::BusyWait>()) {
+  busy_->path = path;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -241,7 +285,7 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
   }
   try {
     sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, 5000);
+    sqlite3_busy_handler(db_, wait_for_writer, busy_.get());
     exec("PRAGMA foreign_keys = ON");
     if (journal_mode() != "wal") {
       Statement s(db_, "PRAGMA journal_mode = WAL");
@@ -259,13 +303,19 @@ Store::~Store() {
   sqlite3_close(db_);
 }
 
-Store::Store(Store&& o) noexcept : path_(std::move(o.path_)), db_(std::exchange(o.db_, nullptr)) {}
+Store::Store(Store&& o) noexcept
+    : path_(std::move(o.path_)), db_(std::exchange(o.db_, nullptr)), busy_(std::move(o.busy_)) {}
+
+void Store::set_busy_wait(std::chrono::milliseconds limit) {
+  busy_->limit = limit;
+}
 
 Store& Store::operator=(Store&& o) noexcept {
   if (this != &o) {
     sqlite3_close(db_);
     path_ = std::move(o.path_);
     db_ = std::exchange(o.db_, nullptr);
+    busy_ = std::move(o.busy_);
   }
   return *this;
 }
@@ -276,7 +326,7 @@ void Store::exec(std::string_view sql) {
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    throw Error("store: exec \"" + s.substr(0, 60) + "\": " + msg);
+    throw Error("store: exec \"" + s.substr(0, 60) + "\": " + msg + busy_hint(db_));
   }
 }
 

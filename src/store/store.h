@@ -2,8 +2,10 @@
 // abilities. Opening creates or migrates the schema (PRAGMA user_version), in WAL mode with foreign keys on.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,10 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+namespace detail {
+struct BusyWait;  // a Store's busy handler state (store.cpp)
+}
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 4;
@@ -74,10 +80,18 @@ class Store {
   const std::filesystem::path& path() const { return path_; }
   sqlite3* handle() const { return db_; }
 
+  // How long a statement waits for another connection's write transaction before it fails with "database
+  // is locked" (default kBusyWait). An evolution run holds the write lock while it measures a variant (its
+  // build, timing and validation commit together: tens of seconds), so a second process writing the same
+  // store waits; after two seconds it says so on stderr, once per wait.
+  void set_busy_wait(std::chrono::milliseconds limit);
+  static constexpr std::chrono::milliseconds kBusyWait = std::chrono::minutes(30);
+
  private:
   void migrate();
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  std::unique_ptr<detail::BusyWait> busy_;  // on the heap: SQLite holds its address across moves
 };
 
 // BEGIN IMMEDIATE … COMMIT, rolled back when destroyed before commit().

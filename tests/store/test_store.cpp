@@ -1,11 +1,15 @@
 // Tests of the SQLite store: a fresh database gets every table, the schema version, WAL and foreign keys;
-// reopening is idempotent; statements bind and read back; bad paths and newer schemas raise cake::Error.
+// reopening is idempotent; statements bind and read back; a write waits for another connection's
+// transaction; bad paths and newer schemas raise cake::Error.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -160,6 +164,39 @@ TEST_F(StoreTest, TransactionRollsBackUnlessCommitted) {
   Statement q = s.prepare("SELECT group_concat(command) FROM runs");
   ASSERT_TRUE(q.step());
   EXPECT_EQ(q.column_text(0), "b");
+}
+
+// A write waits for another connection's transaction (an evolution run holds one while it measures a
+// variant) and goes through once it commits; with a wait shorter than the transaction it fails, saying
+// why. The wait moves with the Store.
+TEST_F(StoreTest, AWriteWaitsForAnotherConnectionsTransaction) {
+  using std::chrono::milliseconds;
+  Store holder(db());
+  Store opened(db());
+  Store writer = std::move(opened);
+  holder.exec("BEGIN IMMEDIATE");
+  holder.exec("INSERT INTO runs(command) VALUES ('held')");
+  writer.set_busy_wait(milliseconds(200));
+  try {
+    writer.exec("INSERT INTO runs(command) VALUES ('early')");
+    FAIL() << "wrote while another connection held the write lock";
+  } catch (const cake::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another process held the store's write lock"), std::string::npos)
+        << e.what();
+  }
+  writer.set_busy_wait(Store::kBusyWait);
+  std::thread release([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    holder.exec("COMMIT");
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  writer.exec("INSERT INTO runs(command) VALUES ('after')");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  release.join();
+  EXPECT_GE(waited, milliseconds(250));
+  Statement q = writer.prepare("SELECT group_concat(command) FROM (SELECT command FROM runs ORDER BY id)");
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.column_text(0), "held,after");
 }
 
 TEST_F(StoreTest, BadPathThrowsCakeError) {
