@@ -41,6 +41,9 @@ LoopNestOptions loop_nest_options(const Knobs& k) {
   o.f16_f32 = k.has("f16_f32") && k.boolean("f16_f32");
   o.f16c = k.has("f16c") && k.boolean("f16c");
   o.plane = k.has("plane") && k.boolean("plane");
+  const std::string stream = k.has("stream") ? k.choice("stream") : "off";
+  o.stream_elem_bytes = stream == "all" ? 1 : stream == "wide" ? 4 : 0;
+  o.stage_rows = k.has("stage_rows") && k.boolean("stage_rows");
   return o;
 }
 
@@ -361,6 +364,15 @@ class Lowering {
   bool moves_bits(int si) const;
   std::vector<int> read_order(int si) const;
   bool copies_rows(int si) const;
+  bool stages_rows(int si) const;
+  std::string put_function(int id) const;
+  std::string staged_row(int si, CppExprEmitter& em, const std::string& ind);
+  // Element lin of tensor id as the statement being emitted writes it: the tensor's own, or, while a row
+  // is staged (staged_row), the staging buffer's.
+  std::string target_element(int id, const std::string& lin) const {
+    if (id == stage_tensor_) return fmt::format("st_buf[({}) - ({})]", lin, stage_base_);
+    return fmt::format("{}[{}]", tensor_id(tensor(id).name), lin);
+  }
   // An expression emitter for statement s in this lowering's types, reading tensors through access().
   CppExprEmitter emitter(const Stmt& s) {
     return CppExprEmitter(c_, s, {real_, acc_, o_.vectorize, short_rows_ ? kShortRowTerms : 0},
@@ -386,7 +398,12 @@ class Lowering {
   // Sizes whose value 1 a copy of the nest being emitted takes alone (unit_dispatch): the unit size where
   // it is the only one, the short reductions' sizes. No statement needs a copy of its own for them.
   std::vector<std::string> covered_sizes_;
-  std::string block_row_;  // while a row block is emitted: the row's index within it (row-local offsets)
+  // While a row is staged (staged_row): the tensor whose stores go to the staging buffer, and the offset of
+  // the buffer's first element in that tensor.
+  int stage_tensor_ = -1;
+  std::string stage_base_;
+  bool stage_floats_ = false;  // the buffer holds f32 values (else the stored bits)
+  std::string block_row_;      // while a row block is emitted: the row's index within it (row-local offsets)
   // While a flat elementwise statement is emitted (emit_flat): its loop variable, the offset of every
   // access whose indices are flat_idx_ (the domain variables in order).
   std::string flat_;
@@ -565,23 +582,28 @@ std::string Lowering::access_linear(int id, const std::string& lin) const {
 // Writes value to element lin of an output in its storage dtype.
 std::string Lowering::store(int id, const std::string& lin, const std::string& value) const {
   const TensorInfo& t = tensor(id);
-  const std::string name = tensor_id(t.name);
-  if (!t.fixed_dtype) return fmt::format("IO::st({}, {}, {});", name, lin, value);
+  if (id == stage_tensor_ && stage_floats_)
+    return fmt::format("{} = (float)({});", target_element(id, lin), value);
+  if (!t.fixed_dtype) {
+    if (id == stage_tensor_) return fmt::format("IO::st(st_buf, ({}) - ({}), {});", lin, stage_base_, value);
+    return fmt::format("IO::st({}, {}, {});", tensor_id(t.name), lin, value);
+  }
+  const std::string at = target_element(id, lin);
   switch (*t.fixed_dtype) {
     case DType::f32:
-      return fmt::format("{}[{}] = (float)({});", name, lin, value);
+      return fmt::format("{} = (float)({});", at, value);
     case DType::f16:
-      return fmt::format("{}[{}] = {}((float)({}));", name, lin, f16_store(), value);
+      return fmt::format("{} = {}((float)({}));", at, f16_store(), value);
     case DType::bf16:
-      return fmt::format("{}[{}] = cake_f32_to_bf16((float)({}));", name, lin, value);
+      return fmt::format("{} = cake_f32_to_bf16((float)({}));", at, value);
     case DType::i8:
-      return fmt::format("{}[{}] = cake_i8({});", name, lin, value);
+      return fmt::format("{} = cake_i8({});", at, value);
     case DType::i32:
-      return fmt::format("{}[{}] = cake_to_i32((double)({}));", name, lin, value);
+      return fmt::format("{} = cake_to_i32((double)({}));", at, value);
     case DType::i64:
-      return fmt::format("{}[{}] = cake_to_i64((double)({}));", name, lin, value);
+      return fmt::format("{} = cake_to_i64((double)({}));", at, value);
     case DType::boolean:
-      return fmt::format("{}[{}] = (({}) != 0);", name, lin, value);
+      return fmt::format("{} = (({}) != 0);", at, value);
   }
   return "";
 }
@@ -600,7 +622,15 @@ constexpr int kInterchangeBlock = 4;  // emit_interchanged: vectors of a row blo
 constexpr int kRegionsMinRow = 64;    // emit_range_regions
 constexpr int kFlatRowsBelow = 256;   // emit_loops: flat elementwise statements with shorter rows
 constexpr int kRowDotsMinTerms = 8;   // emit_row_dots: sums of fewer terms keep the reduction loop
-constexpr int kUnitRowUnroll = 16;    // unit_dispatch: rows of up to this constant length unroll whole
+// staged_row streams outputs of at least kStreamMinBytes, about the last-level cache (below it an output the
+// caller writes again stays in cache, and streaming it out to memory loses: rms_norm f32 D=127 N=4096, 2 MiB,
+// 3x slower streamed), in rows of at least kStreamMinRowBytes; its blocks (cake_math.h's kCakeStageBlock,
+// 1024 elements) hold 4 KiB of f32 values: 4 KiB blocks measured faster than 1 and 16 KiB on a streamed bf16
+// copy, and fit L1 beside the rows being read.
+constexpr int64_t kStreamMinBytes = INT64_C(16) << 20;
+constexpr int kStreamMinRowBytes = 256;
+constexpr int kStageMinRow = 64;    // staged_row: 16-bit float rows converted by vector instructions
+constexpr int kUnitRowUnroll = 16;  // unit_dispatch: rows of up to this constant length unroll whole
 // emit_nest: a permuting copy runs its outer loops in the source's layout order (reads in one sequential
 // stream, writes in as many as the source's second-innermost axis has points) while that axis has at most
 // this many points. permute f32 [8, 1024, 16, 63] -> [8, 16, 1024, 63], one thread: 4.4 ms in the output's
@@ -733,8 +763,7 @@ std::string Lowering::assign(int si, CppExprEmitter& em, std::string& pre, const
   const std::vector<std::string> idx = domain_ids(s);
   if (moves_bits(si)) {
     const std::string bits = em.emit_stored(*s.rhs, pre, ind);
-    return fmt::format("{}{}[{}] = {};\n", ind, tensor_id(tensor(s.tensor).name), linear(s.tensor, idx, 0),
-                       bits);
+    return fmt::format("{}{} = {};\n", ind, target_element(s.tensor, linear(s.tensor, idx, 0)), bits);
   }
   const std::string value = em.emit(*s.rhs, pre, ind);
   if (storage_[static_cast<size_t>(s.tensor)] != Storage::Direct)
@@ -1281,6 +1310,8 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
   if (prefix < s.n_domain) em.hoist_invariant_of(s.n_domain - 1, &hoist, ind.substr(2));
   std::string pre;
   const std::string store_line = assign(si, em, pre, ind);
+  // Before `hoist` is read: the staged copy's invariants are hoisted too.
+  const std::string staged = prefix < s.n_domain && stages_rows(si) ? staged_row(si, em, ind) : "";
   std::string out = outer + hoist;
   if (prefix < s.n_domain && copies_rows(si)) {
     // A row shorter than a 64-byte block: one masked copy at the addresses of its first element (an
@@ -1300,6 +1331,7 @@ std::string Lowering::emit_statement_loops(int si, int prefix, const std::string
                     linear(s.tensor, idx, 0), from, row) +
         at + "} else\n";
   }
+  out += staged;
   if (prefix < s.n_domain && overlaps_tail(si)) {
     // GCC vectorizes a loop by its narrowest type: 64 lanes for a 1-byte store, whatever the arithmetic,
     // which leaves up to 63 elements of a row to scalar code. Rows of 64 or more run as chunks of 64
@@ -1331,6 +1363,92 @@ bool Lowering::copies_rows(int si) const {
   for (size_t a = 0; a + 1 < rd.args.size(); ++a)
     if (uses_var(*rd.args[a], j)) return false;
   return true;
+}
+
+// Whether statement si's rows may be staged (staged_row): it writes whole rows of an output that nothing
+// reads back, vectorized, with no reduction in its element, in a nest of its own (not the copies for inner
+// sizes of 1 or short reductions, which run across rows); a float output (its block then holds f32 values)
+// or, streamed only, a copy of the bits (moves_bits) of 2 or more bytes.
+bool Lowering::stages_rows(int si) const {
+  const Stmt& s = stmt(si);
+  if (!o_.vectorize || unit_rows_ || short_rows_ || s.n_domain < 1 || s.accumulate) return false;
+  const auto t = static_cast<size_t>(s.tensor);
+  if (storage_[t] != Storage::Direct || c_.tensors[t].role != TensorRole::Output ||
+      tensor(s.tensor).dims.size() != static_cast<size_t>(s.n_domain))
+    return false;
+  if (te::contains(*s.rhs, ExprKind::Reduce) || overlaps_tail(si)) return false;
+  if (moves_bits(si) ? o_.stream_elem_bytes <= 0
+                     : put_function(s.tensor).empty() || (o_.stream_elem_bytes <= 0 && !o_.stage_rows))
+    return false;
+  const size_t j = static_cast<size_t>(s.n_domain - 1);
+  return dim(s.tensor, j) == emit_size_expr(*s.var_extent[j]);
+}
+
+// The function that writes a staged block of f32 values out to float tensor id's storage (cake_math.h's
+// cake_put_*, IO::put for the operator dtype); empty for other dtypes.
+std::string Lowering::put_function(int id) const {
+  const TensorInfo& t = tensor(id);
+  if (!t.fixed_dtype) return "IO::put";
+  switch (*t.fixed_dtype) {
+    case DType::f32:
+      return "cake_put_f32";
+    case DType::bf16:
+      return "cake_put_bf16";
+    case DType::f16:
+      return "cake_put_f16";
+    default:
+      return "";
+  }
+}
+
+// Statement si's innermost loop (stages_rows) with each row in blocks of kCakeStageBlock elements computed
+// into a buffer in L1, then written out: streamed by non-temporal stores, which do not read the output's
+// lines first, for outputs of at least kStreamMinBytes whose elements have at least o_.stream_elem_bytes
+// bytes (cake_stream_out); converted by vector instructions (cake_put_bf16 / _f16) for 16-bit float
+// outputs with rows of at least kStageMinRow (o_.stage_rows). Ends in `else`: the plain loop follows.
+std::string Lowering::staged_row(int si, CppExprEmitter& em, const std::string& ind) {
+  const Stmt& s = stmt(si);
+  const TensorInfo& t = tensor(s.tensor);
+  const std::string at = ind.substr(2);
+  const size_t last = static_cast<size_t>(s.n_domain - 1);
+  const std::string j = var_id(s.vars[last]);
+  const std::string row = emit_size_expr(*s.var_extent[last]);
+  const std::string elem = t.fixed_dtype ? storage_type(*t.fixed_dtype) : "T";
+  const bool bits = moves_bits(si);  // its block holds the bits, streamed only
+  const std::string stream =
+      o_.stream_elem_bytes <= 0
+          ? "false"
+          : fmt::format(
+                "sizeof({0}) >= {1} && {2} * (int64_t)sizeof({0}) >= {3} && {4} * (int64_t)sizeof({0}) >= "
+                "INT64_C({5})",
+                elem, o_.stream_elem_bytes, row, kStreamMinRowBytes, numel(s.tensor), kStreamMinBytes);
+  const std::string convert =
+      !bits && o_.stage_rows ? fmt::format("sizeof({}) == 2 && {} >= {}", elem, row, kStageMinRow) : "false";
+  std::vector<std::string> idx = domain_ids(s);
+  idx.back() = "st_c";
+  const std::string base = linear(s.tensor, idx, 0);
+  stage_tensor_ = s.tensor;
+  stage_base_ = base;
+  stage_floats_ = !bits;
+  std::string pre;
+  const std::string store_line = assign(si, em, pre, ind + "    ");
+  stage_tensor_ = -1;
+  const std::string dst = "&" + target_element(s.tensor, base);
+  std::string out = fmt::format(
+      "{}if (const bool st_nt = {}; st_nt || ({})) {{ // the row staged: streamed past the caches, or "
+      "converted by vector instructions\n",
+      at, stream, convert);
+  out += fmt::format("{0}  for (int64_t st_c = 0; st_c < {1}; st_c += kCakeStageBlock) {{\n", at, row);
+  out += fmt::format(
+      "{0}    const int64_t st_e = st_c + kCakeStageBlock < {1} ? st_c + kCakeStageBlock : {1};\n", at, row);
+  out += fmt::format("{0}    alignas(64) {1} st_buf[kCakeStageBlock];\n", at, bits ? elem : "float");
+  out +=
+      fmt::format("{0}    #pragma omp simd\n{0}    for (int64_t {1} = st_c; {1} < st_e; ++{1}) {{\n", at, j);
+  out += pre + store_line + at + "    }\n";
+  out += bits ? fmt::format("{}    cake_stream_out({}, st_buf, (st_e - st_c) * (int64_t)sizeof({}));\n", at,
+                            dst, elem)
+              : fmt::format("{}    {}({}, st_buf, st_e - st_c, st_nt);\n", at, put_function(s.tensor), dst);
+  return out + at + "  }\n" + at + "} else\n";
 }
 
 // Whether statement si's innermost loop may run as overlapping chunks (emit_statement_loops): it stores
@@ -2905,6 +3023,9 @@ std::string Lowering::emit_compute(const std::string& name, const std::string& a
         "  for (int64_t i = 0; i < {}; ++i) {}\n",
         ti.name, omp_threads(), work_if(n), n, store(static_cast<int>(t), "i", "b_" + ti.name + "[i]"));
   }
+  // Streamed rows (staged_row) leave their last lines in write-combining buffers: fence them before the
+  // caller reads the outputs.
+  if (o_.stream_elem_bytes > 0) body += "  cake_stream_fence();\n";
   body += "  return err;\n}\n\n";
   // Shape-regime dispatch: below o_.serial_below elements of I/O the same nest runs without any OpenMP
   // region (entering one costs far more than a small case's work, even when its if() clause says serial).
@@ -2923,19 +3044,21 @@ std::string Lowering::run(const std::string& header) {
       "<type_traits>\n#include <vector>\n\n#include <omp.h>\n\n";
   src += "#include \"cake_prelude.h\"\n#include \"cake_math.h\"\n#include \"cake_gemm.h\"\n\nnamespace {\n\n";
   src += "// Loads and stores of the operator dtype, converting to and from the compute type R.\n";
+  // put: a staged block of f32 values out to T (staged_row).
   const auto io_struct = [](const char* name, const char* src_t, const char* t, const std::string& ld,
-                            const std::string& st) {
+                            const std::string& st, const char* put) {
     return fmt::format(
         "template <class R>\nstruct {} {{\n  using Src = {};\n  using T = {};\n"
         "  static inline R ld(const T* p, int64_t i) {{ return (R){}; }}\n"
-        "  static inline void st(T* p, int64_t i, R v) {{ p[i] = {}; }}\n}};\n",
-        name, src_t, t, ld, st);
+        "  static inline void st(T* p, int64_t i, R v) {{ p[i] = {}; }}\n"
+        "  static inline void put(T* p, const float* s, int64_t n, bool nt) {{ {}(p, s, n, nt); }}\n}};\n",
+        name, src_t, t, ld, st, put);
   };
-  src += io_struct("io_f32", "cake_gemm::src_f32", "float", "p[i]", "(float)v");
+  src += io_struct("io_f32", "cake_gemm::src_f32", "float", "p[i]", "(float)v", "cake_put_f32");
   src += io_struct("io_bf16", "cake_gemm::src_bf16", "uint16_t", "cake_bf16_to_f32(p[i])",
-                   "cake_f32_to_bf16((float)v)");
+                   "cake_f32_to_bf16((float)v)", "cake_put_bf16");
   src += io_struct("io_f16", "cake_gemm::src_f16", "uint16_t", fmt::format("{}(p[i])", f16_load()),
-                   fmt::format("{}((float)v)", f16_store())) +
+                   fmt::format("{}((float)v)", f16_store()), "cake_put_f16") +
          "\n";
   src +=
       "// Scratch memory per calling thread, kept across calls: fresh pages cost far more than the kernel.\n";

@@ -64,6 +64,12 @@ struct LoopNestOptions {
   // window once into phase planes and takes each tap as one contiguous update of a block of outputs held
   // in registers, where enough taps and rows pay for the packing.
   bool plane = false;
+  // Outputs of at least 16 MiB whose elements have at least this many bytes are written row by row through
+  // a small staged block and non-temporal stores, which do not read the output's lines first (0: never).
+  int stream_elem_bytes = 0;
+  // Rows of 16-bit float outputs are computed into a staged f32 block and converted by vector instructions
+  // (VCVTNE2PS2BF16, VCVTPS2PH) instead of the prelude's integer forms, per element.
+  bool stage_rows = false;
 };
 
 LoopNestOptions loop_nest_options(const Knobs& k);

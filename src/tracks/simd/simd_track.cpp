@@ -172,6 +172,22 @@ class SimdTrack final : public Track {
                  "bf16 contractions multiply pairs of inputs with the CPU's bf16 dot product (VDPBF16PS) and "
                  "sum in f32, twice the f32 FMA rate");
     }
+    // Streamed outputs (cake eval --threads 1, five alternations, outputs of 16 and 32 MiB): f32 0.62 (add,
+    // twice), 0.72-0.81 (rms_norm), 0.90 (softmax) of the plain stores' time; bf16 and f16 0.87-1.22, no
+    // gain to count on (docs/tracks.md). So 4-byte elements by default; the search may try all (class P).
+    if (m.isa.avx512f) {
+      k.add_choice("stream", {"off", "wide", "all"}, "wide",
+                   "outputs of 16 MiB or more are written row by row through a staged 4 KiB block and "
+                   "non-temporal stores, which skip reading the output's lines first: never, for elements of "
+                   "4 or more bytes, or for all");
+      // Converted rows measured slower on bf16 (softmax 1.20-1.22x on all four cases of 8-32 MiB, rms_norm
+      // 1.12-1.32x, add 1.45x) and faster on f16 (add 0.65-0.91x, where the plain stores call F16C per 16
+      // elements): off by default, a move for the search (class P).
+      k.add_bool(
+          "stage_rows", false,
+          "rows of 64 or more bf16 / f16 outputs are computed into a staged f32 block and converted by "
+          "vector instructions (VCVTNE2PS2BF16, VCVTPS2PH) instead of integer operations per element");
+    }
     k.add_int("mr", {1, 2, 4, 6, 8}, 6, "micro-kernel tile: rows of C");
     k.add_int("nv", {1, 2, 3, 4}, 2, "micro-kernel tile: vectors of C per row");
     // 16 rows: 10-45% faster on rows of 33 and 127 elements (softmax, layer_norm, rms_norm), within 3% on

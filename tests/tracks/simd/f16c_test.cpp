@@ -11,10 +11,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,18 +50,9 @@ build::BuildResult built(const CheckedContract& c, bool f16c) {
 
 // Calls to the named vector variant in the library's disassembly (objdump; -1 where it cannot run).
 int vector_calls(const fs::path& library, const std::string& variant) {
-  const std::string cmd = "objdump -d --no-show-raw-insn '" + library.string() + "' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return -1;
-  int lines = 0, calls = 0;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p.get())) {
-    const std::string line = buf.data();
-    ++lines;
-    if (line.find("call") != std::string::npos && line.find("<" + variant + ">") != std::string::npos)
-      ++calls;
-  }
-  return lines == 0 ? -1 : calls;
+  return testing_simd::disassembly_lines(library, [&](const std::string& line) {
+    return line.find("call") != std::string::npos && line.find("<" + variant + ">") != std::string::npos;
+  });
 }
 
 TEST(F16c, StoresRoundAsCoreDoes) {

@@ -4,9 +4,14 @@
 // edit a bench contract (bf16_dot_test, in_place_test).
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +128,21 @@ inline std::string first_exact_difference(const build::Kernel& a, const build::K
       in[t].set(i, static_cast<double>((i * 7 + static_cast<int64_t>(t)) % 9) - 4);
   }
   return difference_on(a, b, c, k, in);
+}
+
+// Lines of the library's disassembly (objdump -d) for which `counts` holds; -1 where objdump cannot run.
+inline int disassembly_lines(const std::filesystem::path& library,
+                             const std::function<bool(const std::string&)>& counts) {
+  const std::string cmd = "objdump -d --no-show-raw-insn '" + library.string() + "' 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return -1;
+  int lines = 0, counted = 0;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p.get())) {
+    ++lines;
+    if (counts(buf.data())) ++counted;
+  }
+  return lines == 0 ? -1 : counted;
 }
 
 }  // namespace cake::testing_simd
