@@ -585,10 +585,7 @@ std::string Lowering::store(int id, const std::string& lin, const std::string& v
   const TensorInfo& t = tensor(id);
   if (id == stage_tensor_ && stage_floats_)
     return fmt::format("{} = (float)({});", target_element(id, lin), value);
-  if (!t.fixed_dtype) {
-    if (id == stage_tensor_) return fmt::format("IO::st(st_buf, ({}) - ({}), {});", lin, stage_base_, value);
-    return fmt::format("IO::st({}, {}, {});", tensor_id(t.name), lin, value);
-  }
+  if (!t.fixed_dtype) return fmt::format("IO::st({}, {}, {});", tensor_id(t.name), lin, value);
   const std::string at = target_element(id, lin);
   switch (*t.fixed_dtype) {
     case DType::f32:
@@ -2933,7 +2930,7 @@ std::string Lowering::emit_fused_rows(const Group& g, bool unit) {
   // Statements with no axis past the shared ones and no sum (elementwise ones fused over all their axes)
   // have no loop of their own to vectorize: the innermost shared loop is the vectorized one, each point with
   // its own row-locals, as in the copy for inner sizes of 1 (t = x + y; z = t * t - t, bf16 M=7 N=4096:
-  // 42 -> 5.5 us). Where that loop is short the plain loops stay (f32 M=4096 N=1: 2x slower vectorized).
+  // 42 -> 5.7 us). Where that loop is short the plain loops stay (f32 M=4096 N=1: 2x slower vectorized).
   const bool points =
       !unit && o_.vectorize && g.prefix > 1 && std::all_of(g.stmts.begin(), g.stmts.end(), [&](int si) {
         const Stmt& s = stmt(si);

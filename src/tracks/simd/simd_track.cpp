@@ -172,9 +172,9 @@ class SimdTrack final : public Track {
                  "bf16 contractions multiply pairs of inputs with the CPU's bf16 dot product (VDPBF16PS) and "
                  "sum in f32, twice the f32 FMA rate");
     }
-    // Streamed outputs (cake eval --threads 1, five alternations, outputs of 16 and 32 MiB): f32 0.62 (add,
-    // twice), 0.72-0.81 (rms_norm), 0.90 (softmax) of the plain stores' time; bf16 and f16 0.87-1.22, no
-    // gain to count on (docs/tracks.md). So 4-byte elements by default; the search may try all (class P).
+    // Streamed outputs of 16-64 MiB (scripts/ab_eval.py, 5-9 alternations, several runs): f32 rms_norm
+    // 0.72-0.89, softmax 0.86-0.93, add 0.62-1.16 of the plain stores' time; bf16 and f16 0.87-1.22, no gain
+    // to count on (docs/tracks.md). So 4-byte elements by default; the search may try all (class P).
     if (m.isa.avx512f) {
       k.add_choice("stream", {"off", "wide", "all"}, "wide",
                    "outputs of 16 MiB or more are written row by row through a staged 4 KiB block and "
