@@ -3,7 +3,7 @@
 // repairs as knob assignments of the same track, most likely first, none already tried. The repairs are
 // intents — more precision, more conservative code generation, serial execution — applied through the
 // knobs the track's space actually has, so a new track's knobs join an intent by adding their names to it
-// (kPrecise, kConservative, kSerial below).
+// (kPrecise, kConservative, kStrictFloat, kSerial below).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -44,6 +44,10 @@ const Intent kConservative{
      {"fusion", "none"},
      {"local_reduce", "off"},
      {"ipw", "1"}}};
+const Intent kStrictFloat{
+    "strict-float",
+    "IEEE float semantics: NaNs and infinities where the reference has them (no fast-math)",
+    {{"strict_float", "true"}}};
 const Intent kSerial{
     "serial", "one thread (a race or a partition bug)", {{"parallel", "false"}, {"threads", "1"}}};
 
@@ -91,7 +95,16 @@ Diagnosis diagnose(const nlohmann::json& in) {
                 {"mere", (*worst).value("mere", 0.0)},
                 {"mare", (*worst).value("mare", 0.0)}};
   const std::string gate = (*worst).value("gate", "");
-  if (verdict == "wrong-result" && (gate == "mere" || gate == "mare")) {
+  if (verdict == "wrong-result" && gate == "nan-position") {
+    // A NaN where the reference has a number, or a number where it has NaN: fast-math code assuming no NaN
+    // or infinity, else a logic error.
+    d.klass = "wrong-result";
+    d.plan = {{&kStrictFloat},
+              {&kStrictFloat, &kConservative},
+              {&kConservative},
+              {&kConservative, &kSerial},
+              {&kPrecise, &kConservative, &kSerial}};
+  } else if (verdict == "wrong-result" && (gate == "mere" || gate == "mare")) {
     d.klass = "precision";
     d.plan = {{&kPrecise}, {&kPrecise, &kConservative}, {&kPrecise, &kConservative, &kSerial}};
   } else if (verdict == "wrong-result" || verdict == "no-output") {

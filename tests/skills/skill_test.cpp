@@ -154,6 +154,21 @@ TEST_F(SkillTest, DebugNamesTheClassAndProposesUntriedRepairs) {
                              {"tried", {first}}});
   for (const json& r : again["repairs"]) EXPECT_NE(r["knobs"], first);
   EXPECT_EQ(again["repairs"].size() + 1, d["repairs"].size());
+  // A NaN where the reference has none, or none where it has one: on halide, IEEE float semantics first;
+  // on simd (no such knob), conservative code generation.
+  d = skills::call(s_, "debug",
+                   {{"contract", kSoftmax},
+                    {"track", "halide"},
+                    {"knobs", json::object()},
+                    {"evaluation", evaluation(failed_case("wrong-result", "nan-position"))}});
+  EXPECT_EQ(d["diagnosis"]["class"], "wrong-result");
+  EXPECT_EQ(d["repairs"][0]["knobs"]["strict_float"], "true") << d;
+  d = skills::call(s_, "debug",
+                   {{"contract", kVariance},
+                    {"track", "simd"},
+                    {"knobs", json::object()},
+                    {"evaluation", evaluation(failed_case("wrong-result", "nan-position"))}});
+  EXPECT_EQ(d["repairs"][0]["knobs"]["vectorize"], "false") << d;
   // A crash: one thread first.
   d = skills::call(s_, "debug",
                    {{"contract", kSoftmax},
@@ -178,7 +193,7 @@ TEST_F(SkillTest, DebugNamesTheClassAndProposesUntriedRepairs) {
                     {"evaluation", evaluation(failed_case("harness-error"))}});
   EXPECT_EQ(d["diagnosis"]["class"], "harness");
   EXPECT_TRUE(d["exhausted"].get<bool>());
-  EXPECT_EQ(traces("debug"), 6);
+  EXPECT_EQ(traces("debug"), 8);
 }
 
 TEST_F(SkillTest, OptimizeProposesOneMoveNeighbours) {

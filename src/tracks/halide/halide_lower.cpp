@@ -1632,6 +1632,10 @@ static Expr cake_arg_better(Expr v, Expr i, Expr bv, Expr bi, bool is_max) {
     s += "  // Halide 14's sapphirerapids feature implies AVX512-FP16 (vmovw ...), which this CPU lacks.\n"
          "  target = target.without_feature(Target::AVX512_SapphireRapids);\n";
   }
+  if (o.strict_float) {
+    s += "  // Every float operation as IEEE defines it: no fast-math assumptions (no NaN, no infinity).\n"
+         "  target = target.with_feature(Target::StrictFloat);\n";
+  }
   if (o.schedule != "manual")
     s += "  load_plugin(\"/usr/lib/x86_64-linux-gnu/halide14/libautoschedule_" + o.schedule + ".so\");\n";
   for (DType d : k.dtypes) s += "  build_" + std::string(dtype_name(d)) + "(target);\n";

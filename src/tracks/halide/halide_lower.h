@@ -28,6 +28,7 @@ struct Options {
   std::string machine;               // CPU model and ISA level: the generator targets this host
   bool cpu_has_avx512fp16 = false;   // from the machine: else the host target drops sapphirerapids
   bool f64_elementwise = true;       // f32 I/O: statement arithmetic in f64 (exp / erf / tanh stay f32)
+  bool strict_float = false;         // Target::StrictFloat: IEEE semantics for every float operation
 };
 
 // Why the contract cannot be lowered by this track, or nullopt.

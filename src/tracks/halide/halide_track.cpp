@@ -78,6 +78,13 @@ KnobSpace HalideTrack::knobs(const CheckedContract& c, const target::MachineInfo
   s.add_bool(
       "f64_elementwise", true,
       "f32 I/O: elementwise arithmetic in f64 (no cancellation error near zero; exp / erf / tanh stay f32)");
+  // Without it Halide lets LLVM assume no NaN and no infinity: a contract whose values become NaN or
+  // infinite inside the computation (abs(x) / x at 0, x * inf) gets finite values where the reference has
+  // NaN; the gate names that (nan-position) and the debug skill's repair turns this on. Off by default: it
+  // also forbids fused multiply-adds.
+  s.add_bool("strict_float", false,
+             "IEEE semantics for every float operation (Halide's StrictFloat): NaNs and infinities kept, no "
+             "fused multiply-adds");
   (void)c;
   return s;
 }
@@ -99,6 +106,7 @@ Artifact HalideTrack::lower(const CheckedContract& c, const target::MachineInfo&
   o.accum_f64_f32io = r.choice("accum_f32") == "f64";
   o.accum_f64_lowp = r.choice("accum_lowp") == "f64";
   o.f64_elementwise = r.boolean("f64_elementwise");
+  o.strict_float = r.boolean("strict_float");
   o.cpu_has_avx512fp16 = m.isa.avx512fp16;
   o.machine = (m.cpu_model.empty() ? std::string("cpu") : m.cpu_model) + ", " + m.isa.level();
 

@@ -169,6 +169,28 @@ TEST(HalideTrack, F16ConversionsAreExact) {
   }
 }
 
+// Halide lets LLVM assume no NaN and no infinity unless StrictFloat is on: sqrt(x) * 0 and x / 0 * 0 are
+// folded to 0 where the reference has NaN, and the gate says so (nan-position). With `strict_float` the
+// kernel keeps the NaNs.
+TEST(HalideTrack, StrictFloatKeepsTheNaNsFastMathFolds) {
+  const CheckedContract c =
+      load_and_check(std::string(CAKE_SOURCE_DIR) + "/tests/tracks/halide/data/fast_math_edges.yaml");
+  for (const bool strict : {false, true}) {
+    const build::BuildResult b =
+        build::build(halide_track().lower(c, machine(), {{"strict_float", strict ? "true" : "false"}}));
+    ASSERT_TRUE(b.ok()) << b.failure;
+    const build::Kernel k(b.library);
+    for (const eval::CaseOutcome& o : eval::check_kernel(k, c, cases::Set::Standard)) {
+      if (strict) {
+        EXPECT_TRUE(o.pass) << o.str();
+      } else {
+        ASSERT_FALSE(o.pass) << "fast math kept the NaNs; the test no longer shows the knob's use";
+        for (const eval::GateResult& g : o.outputs) EXPECT_EQ(g.reason, "nan-position") << o.str();
+      }
+    }
+  }
+}
+
 // Default knobs on every contract are covered by tests/tracks/conformance_test.cpp; other schedules here.
 TEST(HalideTrack, OtherManualSchedulesKeepResults) {
   check_op("softmax", {{"stages", "root"}}, 8);
