@@ -53,13 +53,13 @@ static inline void cake_copy_short_row(T* __restrict dst, const T* __restrict sr
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 
-// A block of a row staged in a small buffer (src), out to dst (knob `stream_above`): the whole 64-byte
-// lines of dst by non-temporal stores, which write a line without reading it first (an ordinary store that
-// misses reads the line, then writes it back: a third of a large copy's memory traffic), the partial lines
-// at either end by masked ordinary stores (a neighbouring row may share them). bf16 copy of 32 MiB, one
+// A block of a row staged in a small buffer (src), out to dst (knob `stream`): the whole 64-byte lines of
+// dst by non-temporal stores, which write a line without reading it first (an ordinary store that misses
+// reads the line, then writes it back: a third of a large copy's memory traffic), the partial lines at
+// either end by masked ordinary stores (a neighbouring row may share them). bf16 copy of 32 MiB, one
 // thread, inputs from memory: 3.8-4.4 -> 2.6-3.4 ms with 4 KiB blocks; an SFENCE per block cost most of
-// that back, so there is none here: the kernel fences once on the way out (cake_stream_fence), and an
-// OpenMP barrier's locked instructions drain the worker threads' write-combining buffers.
+// that back, so there is none here: every thread of a region that streams fences once before the region's
+// barrier, and the kernel once before it returns (cake_stream_fence).
 static inline void cake_stream_out(void* dst, const void* src, int64_t bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);

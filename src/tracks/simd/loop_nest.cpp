@@ -367,6 +367,8 @@ class Lowering {
   bool copies_rows(int si) const;
   bool stages_rows(int si) const;
   std::string put_function(int id) const;
+  // Inside a parallel region whose rows may be streamed: each thread's SFENCE before the region's barrier.
+  std::string thread_fence() const { return o_.stream_elem_bytes > 0 ? "      cake_stream_fence();\n" : ""; }
   std::string staged_row(int si, CppExprEmitter& em, const std::string& ind);
   // Element lin of tensor id as the statement being emitted writes it: the tensor's own, or, while a row
   // is staged (staged_row), the staging buffer's.
@@ -2758,10 +2760,18 @@ std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
     const auto loops = [&](bool unit, const std::vector<int>& order, std::string ind) {
       const bool simd_on_parallel =
           unit || (n == 1 && o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce));
+      // Streamed rows: a region of its own, so each thread fences its streamed lines before the barrier.
+      const std::string fence = unit || n == 1 || !stages_rows(g.stmts[0]) ? "" : thread_fence();
+      const std::string region = ind;
       std::string text =
-          fmt::format("{}#pragma omp parallel for{}{} schedule(static){}{}\n", ind,
-                      simd_on_parallel ? " simd" : "", outer > 1 ? fmt::format(" collapse({})", outer) : "",
-                      omp_threads(), work_if(extents_product(s, 0, n)));
+          fence.empty()
+              ? fmt::format("{}#pragma omp parallel for{}{} schedule(static){}{}\n", ind,
+                            simd_on_parallel ? " simd" : "",
+                            outer > 1 ? fmt::format(" collapse({})", outer) : "", omp_threads(),
+                            work_if(extents_product(s, 0, n)))
+              : fmt::format("{0}#pragma omp parallel{1}{2}\n{0}{{\n{0}#pragma omp for{3} schedule(static)\n",
+                            ind, omp_threads(), work_if(extents_product(s, 0, n)),
+                            outer > 1 ? fmt::format(" collapse({})", outer) : "");
       for (const int k : order) {
         const std::string v = var_id(s.vars[static_cast<size_t>(k)]);
         text += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, v, v,
@@ -2781,6 +2791,7 @@ std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
         ind.resize(ind.size() - 2);
         text += ind + "}\n";
       }
+      if (!fence.empty()) text += region + fence.substr(fence.find_first_not_of(' ')) + region + "}\n";
       return text;
     };
     // A permuting copy (read_order): the source's order while its second-innermost axis is short enough
@@ -2982,7 +2993,7 @@ std::string Lowering::emit_fused_loops(const Group& g, bool unit, bool points) {
       out += "        }\n";
     }
     block_row_.clear();
-    return out + "      }\n    }\n";
+    return out + "      }\n" + thread_fence() + "    }\n";
   }
   const int shared = points ? g.prefix - 1 : g.prefix;  // the loops `omp for` shares out
   out += fmt::format("      #pragma omp for{}{} schedule(static)\n", unit ? " simd" : "",
@@ -3007,7 +3018,7 @@ std::string Lowering::emit_fused_loops(const Group& g, bool unit, bool points) {
     ind.resize(ind.size() - 2);
     out += ind + "}\n";
   }
-  return out + "    }\n";
+  return out + thread_fence() + "    }\n";
 }
 
 // compute<IO>(in, out, params.., sizes..) in this lowering's types, named `name`: every group's nest, then
