@@ -113,6 +113,23 @@ TEST(StagedRows, Bf16SubnormalsKeepTheirBits) {
   EXPECT_TRUE(diff.empty()) << diff;
 }
 
+// Each thread of a region that streams fences before the region's barrier: the first fence after a staged
+// row comes before the region closes, not only at the kernel's return.
+TEST(StagedRows, EveryStreamingRegionFencesBeforeItsBarrier) {
+  if (!offered()) GTEST_SKIP() << "no AVX-512 here: the knobs are not offered";
+  for (const char* op : {"add", "rms_norm"}) {
+    const std::string src = testing_simd::lower_simd(bench_op(op), {{"stream", "all"}}).files.front().text;
+    const size_t staged = src.find(kStaged);
+    ASSERT_NE(staged, std::string::npos) << op;
+    const size_t fence = src.find("cake_stream_fence();", staged);
+    ASSERT_NE(fence, std::string::npos) << op;
+    EXPECT_LT(fence, src.find("return err;", staged)) << op;
+    const size_t after = src.find_first_not_of(" \n", fence + std::string("cake_stream_fence();").size());
+    EXPECT_EQ(src.compare(after, 1, "}"), 0) << op << ": the fence does not close a region\n" << src;
+    EXPECT_NE(src.compare(after, 11, "return err;"), 0) << op;
+  }
+}
+
 TEST(StagedRows, TheKernelStoresNonTemporallyOnlyWhenAsked) {
   if (!offered()) GTEST_SKIP() << "no AVX-512 here: the knobs are not offered";
   const CheckedContract c = bench_op("add");
