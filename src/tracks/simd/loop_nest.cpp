@@ -368,7 +368,9 @@ class Lowering {
   bool stages_rows(int si) const;
   std::string put_function(int id) const;
   // Inside a parallel region whose rows may be streamed: each thread's SFENCE before the region's barrier.
-  std::string thread_fence() const { return o_.stream_elem_bytes > 0 ? "      cake_stream_fence();\n" : ""; }
+  std::string thread_fence(const std::string& ind = "      ") const {
+    return o_.stream_elem_bytes > 0 ? ind + "cake_stream_fence();\n" : "";
+  }
   std::string staged_row(int si, CppExprEmitter& em, const std::string& ind);
   // Element lin of tensor id as the statement being emitted writes it: the tensor's own, or, while a row
   // is staged (staged_row), the staging buffer's.
@@ -2761,8 +2763,8 @@ std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
       const bool simd_on_parallel =
           unit || (n == 1 && o_.vectorize && !te::contains(*s.rhs, ExprKind::Reduce));
       // Streamed rows: a region of its own, so each thread fences its streamed lines before the barrier.
-      const std::string fence = unit || n == 1 || !stages_rows(g.stmts[0]) ? "" : thread_fence();
       const std::string region = ind;
+      const std::string fence = unit || n == 1 || !stages_rows(g.stmts[0]) ? "" : thread_fence(region);
       std::string text =
           fence.empty()
               ? fmt::format("{}#pragma omp parallel for{}{} schedule(static){}{}\n", ind,
@@ -2791,7 +2793,7 @@ std::string Lowering::emit_nest(const Group& g, bool unit_rows) {
         ind.resize(ind.size() - 2);
         text += ind + "}\n";
       }
-      if (!fence.empty()) text += region + fence.substr(fence.find_first_not_of(' ')) + region + "}\n";
+      if (!fence.empty()) text += fence + region + "}\n";
       return text;
     };
     // A permuting copy (read_order): the source's order while its second-innermost axis is short enough
